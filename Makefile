@@ -1,0 +1,50 @@
+# The two commands a fresh machine needs: `make demo` runs the product, `make test` runs the tests.
+# Both install what they need themselves: the venv with the pinned requirements, and Debian packages.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.requirements.stamp
+# Debian packages the suite and the demo use (installed only when missing).
+DEBIAN_PACKAGES :=
+ONLY ?=
+
+.PHONY: venv sysdeps test lint format bench demo clean
+
+$(STAMP): requirements.txt
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+sysdeps:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+test: venv sysdeps
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) manage.py makemigrations --check --dry-run
+	$(PY) -m pytest
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench: venv sysdeps
+	$(PY) -m tests.bench $(ONLY)
+
+demo: venv sysdeps
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py runserver 127.0.0.1:8000
+
+clean:
+	rm -rf $(VENV) var staticfiles

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class MonitorConfig(AppConfig):
+    name = "monitor"
+    verbose_name = "Monitoring"

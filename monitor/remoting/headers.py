@@ -9,8 +9,9 @@ the Java declaration order with the Java name, so the extFields we send match th
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
-from typing import Any, ClassVar, Self
+from typing import Any, Self
 
 from monitor.remoting.errors import ProtocolError
 
@@ -29,6 +30,8 @@ def _java_name(f: dataclasses.Field) -> str:
 def _to_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, enum.Enum):
+        return value.name
     return str(value)
 
 
@@ -46,8 +49,6 @@ def _from_text(raw: Any, kind: type, where: str) -> Any:
 
 class CommandHeader:
     """Base of every header dataclass."""
-
-    _types: ClassVar[dict[str, type]]
 
     def to_ext_fields(self) -> dict[str, str]:
         fields = {}

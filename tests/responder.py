@@ -112,3 +112,32 @@ class Responder:
         if result is None or writer.is_closing():
             return
         writer.write(result if isinstance(result, bytes) else encode_frame(result))
+
+
+def serve_captured_forever(port: int) -> None:
+    """Answer every request with the captured GET_CONSUME_STATS response (for the wire benchmark's server
+    process, so the client under test does not share a GIL with its server)."""
+    import base64
+    import json
+
+    from tests.fixtures import FIXTURES_DIR
+
+    captured = json.loads((FIXTURES_DIR / "GET_CONSUME_STATS.json").read_text())["response"]
+    from monitor.remoting.command import decode_frame
+
+    template = decode_frame(base64.b64decode(captured["frame_b64"]))
+
+    def handler(cmd: RemotingCommand) -> RemotingCommand:
+        return cmd.make_response(body=template.body)
+
+    responder = Responder(handler)
+    responder.port = port
+    responder.start()
+    print(responder.addr, flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    import sys
+
+    serve_captured_forever(int(sys.argv[1]) if len(sys.argv) > 1 else 0)

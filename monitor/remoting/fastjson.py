@@ -124,7 +124,9 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         return _Parser(text).parse()
     except RecursionError:
         # Only reachable when the caller's own stack is already deep; MAX_DEPTH normally stops the walker first.
-        raise ProtocolError(f"malformed fastjson body: nested too deeply for the call stack ({len(text)} chars)") from None
+        raise ProtocolError(
+            f"malformed fastjson body: nested too deeply for the call stack ({len(text)} chars)"
+        ) from None
 
 
 def _as_text(data: bytes | bytearray | memoryview | str) -> str:

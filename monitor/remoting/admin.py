@@ -34,6 +34,8 @@ PULL_FLAG_SUSPEND = 0x2
 PULL_FLAG_SUBSCRIPTION = 0x4
 # MixAll.REQ_T with RequestType.STREAM: what mqadmin's pull consumer adds to its pulls.
 REQ_T_STREAM = {"ReqT": "0"}
+# The timestamp mqadmin sends for "-s now": reset to each queue's max offset.
+RESET_TO_NOW = -1
 
 
 class PullStatus(Enum):
@@ -62,9 +64,16 @@ class PullResult:
 
 
 @dataclass
-class QueryResult:
-    index_last_update_timestamp: int
-    messages: list[MessageExt]
+class RollbackStats:
+    """One queue of a direct offset reset, named as RocketMQ's admin RollbackStats: where the queue ends, where
+    the group was, the offset found for the time, and where the group is now."""
+
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    timestamp_offset: int
+    rollback_offset: int
 
 
 def retry_topic(group: str) -> str:
@@ -363,24 +372,39 @@ class AsyncMQAdmin:
 
     async def reset_offset_by_timestamp_old(
         self, group: str, topic: str, timestamp: int, force: bool = True
-    ) -> dict[b.MessageQueue, tuple[int, int]]:
-        """mqadmin's fallback when no consumer is online: search each queue's offset for the timestamp and commit
-        it directly. Returns {queue: (offset before, offset after)}."""
+    ) -> list[RollbackStats]:
+        """mqadmin's resetOffsetByTimestampOld, for a group with no consumer online: on each master of the topic,
+        find the offset for the time (the max offset for -1, "now") in every queue the group has consumed (every
+        readable queue if it has consumed none there) and commit it, unless it lies ahead of the committed offset
+        and force is off."""
         route = await self.examine_topic_route_info(topic)
-        masters = {bd.broker_name: bd.master_addr for bd in route.broker_datas if bd.master_addr}
-        stats = await self.examine_consume_stats(group, topic)
-        result = {}
-        for mq, wrapper in sorted(stats.offset_table.items()):
-            if mq.topic != topic or mq.broker_name not in masters:
+        read_queues = {qd.broker_name: qd.read_queue_nums for qd in route.queue_datas}
+        rollbacks = []
+        for bd in route.broker_datas:
+            addr = bd.master_addr
+            if addr is None:
                 continue
-            addr = masters[mq.broker_name]
-            offset = await self.search_offset(addr, topic, mq.queue_id, timestamp)
-            if force or offset <= wrapper.consumer_offset:
-                await self.update_consumer_offset(addr, group, topic, mq.queue_id, offset)
-                result[mq] = (wrapper.consumer_offset, offset)
-            else:
-                result[mq] = (wrapper.consumer_offset, wrapper.consumer_offset)
-        return result
+            stats = await self.get_consume_stats(addr, group)
+            queues = {mq: off for mq, off in stats.offset_table.items() if mq.topic == topic}
+            if not queues:
+                topic_offsets = (await self.examine_topic_stats(topic)).offset_table
+                for queue_id in range(read_queues.get(bd.broker_name, 0)):
+                    mq = b.MessageQueue(topic, bd.broker_name, queue_id)
+                    known = topic_offsets.get(mq, b.TopicOffset())
+                    queues[mq] = b.OffsetWrapper(broker_offset=known.max_offset, consumer_offset=known.min_offset)
+            for mq, off in sorted(queues.items()):
+                if timestamp == RESET_TO_NOW:
+                    target = await self.get_max_offset(addr, topic, mq.queue_id)
+                else:
+                    target = await self.search_offset(addr, topic, mq.queue_id, timestamp)
+                offset = off.consumer_offset
+                if force or target <= off.consumer_offset:
+                    await self.update_consumer_offset(addr, group, topic, mq.queue_id, target)
+                    offset = target
+                rollbacks.append(
+                    RollbackStats(mq.broker_name, mq.queue_id, off.broker_offset, off.consumer_offset, target, offset)
+                )
+        return rollbacks
 
     # --- messages --------------------------------------------------------------------------------------------------
 

@@ -1,0 +1,142 @@
+"""resetOffsetByTime: move a consumer group's committed offsets of a topic back (or forward) to a point in time."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+from dataclasses import dataclass, field
+
+from monitor.mqadmin.common import SubCommand, java_bool
+from monitor.mqadmin.output import render_table
+from monitor.remoting.admin import RESET_TO_NOW as NOW
+from monitor.remoting.admin import MQAdmin
+from monitor.remoting.codes import ResponseCode
+from monitor.remoting.errors import RemotingError
+
+
+@dataclass(frozen=True)
+class Timestamp:
+    text: str  # as typed
+    millis: int
+
+
+def parse_timestamp(text: str) -> Timestamp:
+    """``now``, epoch milliseconds, or local ``yyyy-MM-dd#HH:mm:ss:SSS`` (mqadmin's three forms)."""
+    text = text.strip()
+    if text == "now":
+        return Timestamp(text, NOW)
+    if text.isdigit():
+        return Timestamp(text, int(text))
+    try:
+        moment = datetime.datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f")
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not now, epoch milliseconds or yyyy-MM-dd#HH:mm:ss:SSS"
+        ) from None
+    return Timestamp(text, int(moment.timestamp() * 1000))
+
+
+@dataclass
+class QueueReset:
+    """One queue after the reset. ``offset`` is where the group now is; the old method also says where it was
+    (``consumer_offset``), the queue's end (``broker_offset``) and the offset found for the time
+    (``timestamp_offset``), which is not applied without -f when it lies ahead of the committed offset."""
+
+    broker_name: str
+    queue_id: int
+    offset: int
+    broker_offset: int | None = None
+    consumer_offset: int | None = None
+    timestamp_offset: int | None = None
+
+
+@dataclass
+class ResetOffsetResult:
+    group: str
+    topic: str
+    force: bool
+    timestamp: Timestamp
+    method: str  # "broker": the brokers reset the online consumers; "offsets": committed offsets rewritten directly
+    queues: list[QueueReset] = field(default_factory=list)
+    fallback_reason: str | None = None
+
+
+def reset_offset_by_time(admin: MQAdmin, args: argparse.Namespace) -> ResetOffsetResult:
+    """Ask the brokers to reset the group (they push the new offsets to its online consumers); when no consumer is
+    online (CONSUMER_NOT_ONLINE) rewrite the committed offsets directly instead, as mqadmin does."""
+    result = ResetOffsetResult(args.group, args.topic, args.force, args.timestamp, "broker")
+    try:
+        table = admin.reset_offset_by_timestamp(args.topic, args.group, args.timestamp.millis, args.force)
+    except RemotingError as exc:
+        if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+            raise
+        result.method = "offsets"
+        result.fallback_reason = " ".join((exc.remark or "consumer not online").split())
+        rollbacks = admin.reset_offset_by_timestamp_old(args.group, args.topic, args.timestamp.millis, args.force)
+        result.queues = [
+            QueueReset(
+                r.broker_name, r.queue_id, r.rollback_offset, r.broker_offset, r.consumer_offset, r.timestamp_offset
+            )
+            for r in rollbacks
+        ]
+        return result
+    result.queues = [QueueReset(mq.broker_name, mq.queue_id, offset) for mq, offset in sorted(table.items())]
+    return result
+
+
+def render_reset_offset(result: ResetOffsetResult, args: argparse.Namespace) -> str:
+    summary = (
+        f"rollback consumer offset by specified group[{result.group}], topic[{result.topic}], "
+        f"force[{'true' if result.force else 'false'}], timestamp(string)[{result.timestamp.text}], "
+        f"timestamp(long)[{result.timestamp.millis}]"
+    )
+    if result.method == "broker":
+        return (
+            summary
+            + "\n"
+            + render_table(
+                ["#brokerName", "#queueId", "#offset"], [[q.broker_name, q.queue_id, q.offset] for q in result.queues]
+            )
+        )
+    table = render_table(
+        ["#brokerName", "#queueId", "#brokerOffset", "#consumerOffset", "#timestampOffset", "#rollbackOffset"],
+        [
+            [q.broker_name, q.queue_id, q.broker_offset, q.consumer_offset, q.timestamp_offset, q.offset]
+            for q in result.queues
+        ],
+    )
+    note = (
+        f"No consumer of the group is online ({result.fallback_reason}); "
+        "the committed offsets were rewritten directly (resetOffsetByTimeOld). Consumers pick them up when they start."
+    )
+    return f"{note}\n{summary}\n{table}"
+
+
+def _reset_offset_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-g", "--group", required=True, help="consumer group")
+    parser.add_argument("-t", "--topic", required=True, help="topic")
+    parser.add_argument(
+        "-s",
+        "--timestamp",
+        required=True,
+        type=parse_timestamp,
+        help="now | epoch milliseconds | yyyy-MM-dd#HH:mm:ss:SSS (local time)",
+    )
+    parser.add_argument(
+        "-f",
+        "--force",
+        type=java_bool,
+        default=True,
+        help="also move offsets forward when the time lies ahead of the committed offset (true|false, default true)",
+    )
+
+
+COMMANDS = [
+    SubCommand(
+        "resetOffsetByTime",
+        "Reset consumer offset by timestamp (without client restart)",
+        _reset_offset_args,
+        reset_offset_by_time,
+        render_reset_offset,
+    ),
+]

@@ -23,6 +23,7 @@ from monitor.remoting.codes import (
     SerializeType,
 )
 from monitor.remoting.errors import ProtocolError
+from monitor.remoting.javahash import java_hashmap_order
 
 # RocketMQ's default com.rocketmq.remoting.frameMaxLength.
 MAX_FRAME_LENGTH = 16 * 1024 * 1024
@@ -98,33 +99,6 @@ class RemotingCommand:
 
     def encode(self) -> bytes:
         return encode_frame(self)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Java HashMap iteration order, so extFields come out in the order a Java peer writes them.
-
-
-def _java_string_hash(text: str) -> int:
-    h = 0
-    data = text.encode("utf-16-be", "surrogatepass")
-    for (unit,) in struct.iter_unpack(">H", data):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h
-
-
-def java_hashmap_order(keys: list[str]) -> list[str]:
-    """Keys in the order a java.util.HashMap (default capacity 16, load factor 0.75) filled in this insertion
-    order iterates them: by bucket, then by insertion within a bucket (resizes keep that relative order)."""
-    capacity = 16
-    while len(keys) > capacity * 3 // 4:
-        capacity *= 2
-    mask = capacity - 1
-
-    def bucket(key: str) -> int:
-        h = _java_string_hash(key)
-        return (h ^ (h >> 16)) & mask
-
-    return [k for _, _, k in sorted((bucket(k), i, k) for i, k in enumerate(keys))]
 
 
 # ---------------------------------------------------------------------------------------------------------------

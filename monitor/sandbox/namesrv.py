@@ -19,7 +19,7 @@ real 4.9.4 name server sends. This module ports its behaviour, not just its mess
   listenPort is the port actually bound, serverChannelMaxIdleTimeSeconds closes idle connections accepted after it
   is set, orderMessageEnable switches orderTopicConf; values that do not parse are ignored, as MixAll does.
 
-Bodies list map entries in the order the Java HashMaps behind them iterate (see :func:`java_hash_order`), so even
+Bodies list map entries in the order the Java HashMaps behind them iterate (javahash.java_hashmap_order), so even
 the bytes match a real name server holding the same data.
 """
 
@@ -32,7 +32,7 @@ import re
 import struct
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -57,8 +57,9 @@ from monitor.remoting.body import (
     parse_properties,
 )
 from monitor.remoting.codes import RequestCode, ResponseCode
-from monitor.remoting.command import RemotingCommand, _java_string_hash
+from monitor.remoting.command import RemotingCommand
 from monitor.remoting.errors import ProtocolError
+from monitor.remoting.javahash import java_hashmap_order
 from monitor.sandbox.server import Connection, RemotingServer
 
 log = logging.getLogger(__name__)
@@ -83,40 +84,13 @@ _JAVA_INT = re.compile(r"[+-]?[0-9]+")
 # --- Java HashMap iteration order ------------------------------------------------------------------------------------
 
 
-def _java_hash(key: str | int) -> int:
-    """HashMap.hash() of a String or Long key."""
-    if isinstance(key, int):
-        value = key & 0xFFFFFFFFFFFFFFFF
-        code = (value ^ (value >> 32)) & 0xFFFFFFFF
-    else:
-        code = _java_string_hash(key)
-    return code ^ (code >> 16)
-
-
-def java_hash_order(keys: Iterable[str | int], initial_capacity: int = 16) -> list[str | int]:
-    """The order in which a java.util.HashMap/HashSet made with ``initial_capacity``, filled with ``keys`` in the
-    given order, iterates them: by bucket of the final table, then by insertion (resizes keep that order).
-
-    The name server's tables are HashMaps (topics: 1024, broker names: 128, clusters: 32, the rest 16), and fastjson
-    writes them in iteration order, so this is what makes a body byte-identical to a real name server's."""
-    keys = list(keys)
-    capacity = 1
-    while capacity < initial_capacity:
-        capacity *= 2
-    while len(keys) > capacity * 3 // 4:
-        capacity *= 2
-    mask = capacity - 1
-    ranked = sorted(range(len(keys)), key=lambda i: (_java_hash(keys[i]) & mask, i))
-    return [keys[i] for i in ranked]
-
-
 def _clone_capacity(size: int) -> int:
     """Table size of a HashMap.clone() of ``size`` entries (putMapEntries into an empty map)."""
     return int(size / 0.75 + 1.0)
 
 
 def _ordered(mapping: Mapping, initial_capacity: int = 16) -> dict:
-    return {key: mapping[key] for key in java_hash_order(mapping, initial_capacity)}
+    return {key: mapping[key] for key in java_hashmap_order(mapping, initial_capacity=initial_capacity)}
 
 
 def _broker_data_copy(data: BrokerData, capacity: int = 16) -> BrokerData:
@@ -163,47 +137,47 @@ class RouteInfoManager:
         clusters = _ordered(self.cluster_addr_table, 32)
         return ClusterInfo(
             broker_addr_table={name: _broker_data_copy(data) for name, data in brokers.items()},
-            cluster_addr_table={cluster: java_hash_order(names) for cluster, names in clusters.items()},
+            cluster_addr_table={cluster: java_hashmap_order(names) for cluster, names in clusters.items()},
         )
 
     def _topics(self) -> list[str]:
-        return java_hash_order(self.topic_queue_table, 1024)
+        return java_hashmap_order(self.topic_queue_table, initial_capacity=1024)
 
     def get_all_topic_list(self) -> TopicList:
-        return TopicList(topic_list=java_hash_order(self._topics()))
+        return TopicList(topic_list=java_hashmap_order(self._topics()))
 
     def get_topics_by_cluster(self, cluster: str) -> TopicList:
         """Topics with queues on any broker of the cluster (an unknown cluster gives an empty list: Java's
         NullPointerException there is caught and logged)."""
         found: dict[str, None] = {}
-        for broker_name in java_hash_order(self.cluster_addr_table.get(cluster, {})):
+        for broker_name in java_hashmap_order(self.cluster_addr_table.get(cluster, {})):
             for topic in self._topics():
                 if broker_name in self.topic_queue_table[topic]:
                     found.setdefault(topic)
-        return TopicList(topic_list=java_hash_order(found))
+        return TopicList(topic_list=java_hashmap_order(found))
 
     def get_system_topic_list(self) -> TopicList:
         """Cluster names and broker names (they are topics too), plus the address of some broker."""
         topics: dict[str, None] = {}
         for cluster, names in _ordered(self.cluster_addr_table, 32).items():
             topics.setdefault(cluster)
-            for name in java_hash_order(names):
+            for name in java_hashmap_order(names):
                 topics.setdefault(name)
         broker_addr = None
         for data in _ordered(self.broker_addr_table, 128).values():
             if data.broker_addrs:
-                broker_addr = data.broker_addrs[java_hash_order(data.broker_addrs)[0]]
+                broker_addr = data.broker_addrs[java_hashmap_order(data.broker_addrs)[0]]
                 break
-        return TopicList(topic_list=java_hash_order(topics), broker_addr=broker_addr)
+        return TopicList(topic_list=java_hashmap_order(topics), broker_addr=broker_addr)
 
     def _topics_by_first_queue(self, pick: Callable[[int], bool]) -> TopicList:
         """Topics whose first queue data (in iteration order) has a sys flag that ``pick`` accepts."""
         found: dict[str, None] = {}
         for topic in self._topics():
             queue_datas = self.topic_queue_table[topic]
-            if queue_datas and pick(queue_datas[java_hash_order(queue_datas)[0]].topic_sys_flag):
+            if queue_datas and pick(queue_datas[java_hashmap_order(queue_datas)[0]].topic_sys_flag):
                 found.setdefault(topic)
-        return TopicList(topic_list=java_hash_order(found))
+        return TopicList(topic_list=java_hashmap_order(found))
 
     def get_unit_topics(self) -> TopicList:
         return self._topics_by_first_queue(lambda flag: flag & _FLAG_UNIT == _FLAG_UNIT)
@@ -221,7 +195,7 @@ class RouteInfoManager:
         queue_datas = self.topic_queue_table.get(topic)
         if queue_datas is None:
             return None
-        broker_names = java_hash_order(java_hash_order(queue_datas))
+        broker_names = java_hashmap_order(java_hashmap_order(queue_datas))
         broker_datas = []
         filter_servers: dict[str, list[str]] = {}
         for name in broker_names:
@@ -237,7 +211,7 @@ class RouteInfoManager:
         if not broker_datas:
             return None
         return TopicRouteData(
-            queue_datas=[_copy_queue_data(queue_datas[name]) for name in java_hash_order(queue_datas)],
+            queue_datas=[_copy_queue_data(queue_datas[name]) for name in java_hashmap_order(queue_datas)],
             broker_datas=broker_datas,
             filter_server_table=_ordered(filter_servers),
         )

@@ -57,6 +57,7 @@ from array import array
 from dataclasses import dataclass
 from functools import lru_cache
 
+from monitor.remoting.javahash import java_hashmap_order, java_string_hash
 from monitor.remoting.message import (
     BORNHOST_V6_FLAG,
     KEY_SEPARATOR,
@@ -81,7 +82,6 @@ __all__ = [
     "PutResult",
     "QueryResult",
     "QueueFigures",
-    "java_hash_code",
     "java_properties_string",
     "stored_properties",
 ]
@@ -209,41 +209,8 @@ class QueueFigures:
     last_update_timestamp: int
 
 
-@lru_cache(maxsize=8192)
-def java_hash_code(text: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units, signed 32-bit): the tags code and the HashMap hash."""
-    if text.isascii():
-        units: bytes | tuple[int, ...] = text.encode()
-    else:
-        raw = text.encode("utf-16-be", errors="surrogatepass")
-        units = struct.unpack(f">{len(raw) // 2}H", raw)
-    value = 0
-    for unit in units:
-        value = (31 * value + unit) & 0xFFFFFFFF
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
-@lru_cache(maxsize=1024)
-def _hashmap_order(keys: tuple[str, ...], peak_size: int) -> tuple[str, ...]:
-    """The order a java.util.HashMap iterates `keys` (given in insertion order) after holding `peak_size` entries.
-
-    The table starts at 16 buckets and doubles whenever the size passes 3/4 of it, and never shrinks; iteration
-    walks the buckets in order and each bucket's chain in insertion order (resizing splits chains keeping that
-    order), so sorting stably by bucket index reproduces it.
-    """
-    capacity = 16
-    while peak_size > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(key: str) -> int:
-        hashed = java_hash_code(key) & 0xFFFFFFFF
-        return (hashed ^ (hashed >> 16)) & (capacity - 1)
-
-    return tuple(sorted(keys, key=bucket))
-
-
 def _join_properties(properties: dict[str, str], peak_size: int) -> str:
-    order = _hashmap_order(tuple(properties), peak_size)
+    order = java_hashmap_order(properties, peak_size=peak_size)
     return PROPERTY_SEPARATOR.join(f"{name}{NAME_VALUE_SEPARATOR}{properties[name]}" for name in order)
 
 
@@ -278,7 +245,7 @@ def _tag_codes(expression: str | None) -> frozenset[int] | None:
     if expression is None or expression in ("", "*"):
         return None
     tags = (tag.strip(_JAVA_WHITESPACE) for tag in expression.split("||"))
-    return frozenset(java_hash_code(tag) for tag in tags if tag)
+    return frozenset(java_string_hash(tag) for tag in tags if tag)
 
 
 @lru_cache(maxsize=1024)
@@ -300,7 +267,7 @@ def _host(text: str) -> tuple[bytes, int]:
 def _tags_code(properties: dict[str, str]) -> int:
     """The consume-queue tags code: TAGS' Java hash code, 0 without tags (CommitLog.checkMessageAndReturnSize)."""
     tags = properties.get("TAGS")
-    return java_hash_code(tags) if tags else 0
+    return java_string_hash(tags) if tags else 0
 
 
 def _index_keys(topic: str, sys_flag: int, properties: dict[str, str]) -> list[str]:

@@ -24,8 +24,9 @@ from monitor.remoting.client import RemotingClient
 from monitor.remoting.codes import RequestCode, ResponseCode
 from monitor.remoting.command import RemotingCommand, decode_frame, encode_frame, next_opaque
 from monitor.remoting.errors import RemotingError, RemotingTimeoutError
+from monitor.remoting.javahash import java_hashmap_order
 from monitor.remoting.sync import run_sync
-from monitor.sandbox.namesrv import NameServer, java_hash_order
+from monitor.sandbox.namesrv import NameServer
 from tests.fixtures import FIXTURES_DIR
 
 MASTER = "127.0.0.1:10911"
@@ -173,7 +174,7 @@ def test_topic_list_has_the_captured_shape_and_java_order(cluster, admin):
     topics = admin.fetch_all_topic_list().topic_list
     real = captured_body("GET_ALL_TOPIC_LIST_FROM_NAMESERVER")
     assert [t for t in topics if t != "%RETRY%cg_test"] == real["topicList"]
-    assert topics == java_hash_order(topics)
+    assert topics == java_hashmap_order(topics)
     assert set(admin.fetch_topics_by_cluster("DefaultCluster").topic_list) == set(topics)
     assert admin.fetch_topics_by_cluster("NoSuchCluster").topic_list == []
 

@@ -14,6 +14,7 @@ import threading
 
 import pytest
 
+from monitor.remoting.javahash import java_string_hash as java_hash_code
 from monitor.remoting.message import (
     BORNHOST_V6_FLAG,
     COMPRESSED_FLAG,
@@ -30,7 +31,6 @@ from monitor.sandbox.store import (
     PutMessageStatus,
     QueryResult,
     QueueFigures,
-    java_hash_code,
     java_properties_string,
     stored_properties,
 )

@@ -200,6 +200,7 @@ class ReplayCluster:
                     response = None if cmd.is_oneway else self.answer(srv.role, cmd)
                     if response is not None:
                         writer.write(encode_frame(response))
+                decoder.check()
                 await writer.drain()
         except (ConnectionError, asyncio.CancelledError):
             pass

@@ -97,6 +97,7 @@ class Responder:
                         continue
                     self.received.append(cmd)
                     asyncio.get_running_loop().create_task(self._answer(cmd, writer))
+                decoder.check()
         except (ConnectionError, asyncio.CancelledError):
             return
 

@@ -131,6 +131,7 @@ class _Connection:
                             future.set_result(cmd)
                     else:
                         asyncio.get_running_loop().create_task(self._answer_server_request(cmd, writer))
+                decoder.check()
         except ProtocolError as exc:
             log.warning("closing connection to %s: %s", self.addr, exc)
             failure = ProtocolError(f"{self.addr} sent a malformed frame: {exc}")

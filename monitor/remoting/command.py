@@ -292,20 +292,35 @@ class FrameDecoder:
 
     max_frame_length: int = MAX_FRAME_LENGTH
     _buffer: bytearray = field(default_factory=bytearray)
+    error: ProtocolError | None = None
 
     def feed(self, data: bytes) -> list[RemotingCommand]:
+        """Whole commands completed by `data`. A malformed frame after good ones returns the good ones first and
+        is raised by `check()` (and by any later feed), so a peer's valid requests are never lost to its garbage."""
+        self.check()
         self._buffer += data
         commands = []
-        while len(self._buffer) >= 4:
-            (length,) = _INT.unpack_from(self._buffer, 0)
-            if length < 4 or length > self.max_frame_length:
-                raise ProtocolError(f"absurd frame length {length}")
-            if len(self._buffer) < 4 + length:
-                break
-            payload = bytes(self._buffer[4 : 4 + length])
-            del self._buffer[: 4 + length]
-            commands.append(decode_payload(payload, self.max_frame_length))
+        try:
+            while len(self._buffer) >= 4:
+                (length,) = _INT.unpack_from(self._buffer, 0)
+                if length < 4 or length > self.max_frame_length:
+                    raise ProtocolError(f"absurd frame length {length}")
+                if len(self._buffer) < 4 + length:
+                    break
+                payload = bytes(self._buffer[4 : 4 + length])
+                del self._buffer[: 4 + length]
+                commands.append(decode_payload(payload, self.max_frame_length))
+        except ProtocolError as exc:
+            self.error = exc
+            self._buffer.clear()
+            if not commands:
+                raise
         return commands
+
+    def check(self) -> None:
+        """Raise the ProtocolError a previous feed met after returning the frames before it."""
+        if self.error is not None:
+            raise self.error
 
     @property
     def buffered(self) -> int:

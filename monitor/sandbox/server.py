@@ -434,6 +434,7 @@ class RemotingServer:
                     else:
                         self.received[cmd.code] += 1
                         self._spawn(self._process(conn, cmd))
+                decoder.check()
         except ProtocolError as exc:
             log.warning("%s server: closing connection from %s after a malformed frame: %s", self.name, conn, exc)
         except (ConnectionError, OSError) as exc:

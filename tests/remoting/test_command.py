@@ -180,3 +180,14 @@ def test_truncated_captured_frames_are_refused_not_misread(data):
         if cut < 8 + header_length:
             with pytest.raises(ProtocolError):
                 decode_frame(chopped)
+
+
+def test_good_frames_before_a_malformed_one_are_delivered_then_the_error_is_raised():
+    good = encode_frame(RemotingCommand.request(28, {"n": "1"}))
+    decoder = FrameDecoder()
+    commands = decoder.feed(good + struct.pack(">i", -1) + b"junk")
+    assert [c.ext("n") for c in commands] == ["1"]
+    with pytest.raises(ProtocolError, match="absurd frame length"):
+        decoder.check()
+    with pytest.raises(ProtocolError):
+        decoder.feed(good)

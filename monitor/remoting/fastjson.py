@@ -12,11 +12,12 @@ always valid JSON, and the C++ client answers some requests with jsoncpp output 
 and object keys become :class:`ObjectKey` (a hashable, read-only mapping). ``dumps`` writes values back the way
 fastjson does, so a compact body from a Java peer reproduces byte for byte.
 
-Speed: every JSON container is first handed to the stdlib's C scanner; only a container the C scanner rejects is
-walked in Python, and each of its children is offered to the C scanner again. Standard bodies therefore parse at C
-speed, and fastjson bodies fall back to Python only around the non-standard keys. Failed C attempts re-read text, so
-they draw on a budget proportional to the input size; once it is spent the rest is parsed in Python, keeping the
-worst case linear.
+Speed: bodies run to megabytes, so every JSON container is first handed to the stdlib's C scanner; only a container
+it rejects is walked in Python, and each child of that container is offered to the C scanner again. Standard bodies
+therefore parse at C speed and fastjson bodies drop to Python only on the path down to the odd keys. Inside the
+walker, runs of scalar members (``0:388,1:416``) are matched and split by one regex. Failed C attempts re-read text,
+so they draw on a budget proportional to the input size; once it is spent the walker parses the rest itself, which
+keeps adversarial input linear.
 """
 
 from __future__ import annotations
@@ -30,17 +31,41 @@ from typing import Any
 
 from monitor.remoting.errors import ProtocolError
 
-__all__ = ["ObjectKey", "dumps", "loads"]
+__all__ = ["MAX_DEPTH", "ObjectKey", "dumps", "loads"]
 
 # Deepest nesting of objects/arrays the Python walker follows before rejecting the body; fastjson bodies nest < 10.
 MAX_DEPTH = 512
+# The C scanner is given a slice of the text (a failure costs the stdlib O(slice) to locate); nested containers
+# start with this many characters, doubled while the slice turns out too short.
+_FIRST_WINDOW = 2048
+# How far past a reported error position the C scanner may have read (e.g. a literal cut by the slice end).
+_LOOKAHEAD = 8
 # Failed C-scanner attempts may re-read at most this many times the input length before the walker stops trying.
 _RESCAN_BUDGET_FACTOR = 4
+# Characters that start a key only the walker understands (unquoted integer, object).
+_ODD_KEY_START = "{-0123456789"
 
-_WHITESPACE = re.compile(r"[ \t\n\r]*")
-_NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
-_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_WS = r"[ \t\n\r]*"
+_PLAIN_STRING = r'("[^"\\\x00-\x1f]*")'  # a string without escapes (the group keeps the quotes: never empty)
+_INT = r"(-?(?:0|[1-9][0-9]*))"
+_FLOAT = r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
+_WHITESPACE = re.compile(_WS)
+_NUMBER = re.compile(_INT + r"(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+# A key without escapes or an unquoted integer key, then the colon.
+_PLAIN_KEY = re.compile(rf"(?:{_PLAIN_STRING}|{_INT}){_WS}:{_WS}")
+# An object member with such a key and a scalar value without escapes (`0:388`, `"a":"b"`, `"tps":0.5`); a run of
+# them separated by commas is matched, then split by findall(), in C. The lookahead stops the integer alternative
+# from matching a prefix of a float or of a longer number.
+_PLAIN_MEMBER_SOURCE = (
+    rf"(?:{_PLAIN_STRING}|{_INT}){_WS}:{_WS}(?:{_PLAIN_STRING}|{_INT}(?![.eE0-9])|{_FLOAT}|(true|false|null))"
+)
+_PLAIN_MEMBER = re.compile(_PLAIN_MEMBER_SOURCE)
+_PLAIN_MEMBERS = re.compile(rf"{_PLAIN_MEMBER_SOURCE}(?:{_WS},{_WS}{_PLAIN_MEMBER_SOURCE})*")
+_COLON = re.compile(rf"{_WS}:{_WS}")
+_OBJECT_SEPARATOR = re.compile(rf"{_WS}([,}}]){_WS}")
+_ARRAY_SEPARATOR = re.compile(rf"{_WS}([,\]]){_WS}")
 _LITERALS = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
+_LITERAL_VALUES = dict(_LITERALS.values())
 
 # fastjson 1.2.69 SerializeWriter (default features): these characters are escaped inside strings, short forms for
 # the usual five controls and the two JSON specials, \uXXXX (upper-case hex) for the rest; '/' and non-ASCII stay.
@@ -53,6 +78,7 @@ def _reject_constant(name: str) -> Any:
 
 
 _STANDARD = json.JSONDecoder(parse_constant=_reject_constant)
+_SCALARS = (str, int, float, type(None))
 
 
 class ObjectKey(Mapping[str, Any]):
@@ -67,7 +93,10 @@ class ObjectKey(Mapping[str, Any]):
     __slots__ = ("_fields", "_hash")
 
     def __init__(self, fields: Mapping[Any, Any] | Iterable[tuple[Any, Any]] = (), /, **named: Any) -> None:
-        self._fields = {key: _freeze(value) for key, value in dict(fields, **named).items()}
+        self._fields = dict(fields, **named)
+        for key, value in self._fields.items():
+            if not isinstance(value, _SCALARS):
+                self._fields[key] = _freeze(value)
         self._hash: int | None = None
 
     def __getitem__(self, key: Any) -> Any:
@@ -125,7 +154,7 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     except RecursionError:
         # Only reachable when the caller's own stack is already deep; MAX_DEPTH normally stops the walker first.
         raise ProtocolError(
-            f"malformed fastjson body: nested too deeply for the call stack ({len(text)} chars)"
+            f"malformed fastjson body of {len(text)} chars: nested too deeply for the call stack"
         ) from None
 
 
@@ -137,13 +166,7 @@ def _as_text(data: bytes | bytearray | memoryview | str) -> str:
     try:
         return str(data, "utf-8")
     except UnicodeDecodeError as exc:
-        raise ProtocolError(f"malformed fastjson body: invalid UTF-8 at byte {exc.start}: {exc.reason}") from None
-
-
-def _describe_error(text: str, pos: int, problem: str) -> ProtocolError:
-    where = f"char {pos}" + (" (end of input)" if pos >= len(text) else "")
-    near = text[max(0, pos - 24) : pos + 24]
-    return ProtocolError(f"malformed fastjson body: {problem} at {where} near {near!r}")
+        raise ProtocolError(f"malformed fastjson body at byte {exc.start}: invalid UTF-8 ({exc.reason})") from None
 
 
 class _Parser:
@@ -156,9 +179,9 @@ class _Parser:
         self._budget = _RESCAN_BUDGET_FACTOR * len(text)
 
     def parse(self) -> Any:
-        pos = self._skip(0)
+        pos = _WHITESPACE.match(self._text).end()
         value, pos = self._value_handler(pos)(self, pos, 1)
-        pos = self._skip(pos)
+        pos = _WHITESPACE.match(self._text, pos).end()
         if pos != len(self._text):
             raise self._error(pos, "unexpected data after the body")
         return value
@@ -166,12 +189,9 @@ class _Parser:
     # -- helpers
 
     def _error(self, pos: int, problem: str) -> ProtocolError:
-        return _describe_error(self._text, pos, problem)
-
-    def _skip(self, pos: int) -> int:
-        if self._text[pos : pos + 1] in " \t\n\r":  # also true at the end of the text, where match() is a no-op
-            return _WHITESPACE.match(self._text, pos).end()
-        return pos
+        where = f"char {pos}" + (" (end of input)" if pos >= len(self._text) else "")
+        near = self._text[max(0, pos - 24) : pos + 24]
+        return ProtocolError(f"malformed fastjson body at {where}: {problem}, near {near!r}")
 
     def _value_handler(self, pos: int) -> _Handler:
         handler = _VALUE_HANDLERS.get(self._text[pos : pos + 1])
@@ -179,85 +199,124 @@ class _Parser:
             raise self._error(pos, "expected a value")
         return handler
 
-    def _scan_standard(self, pos: int) -> tuple[Any, int] | None:
-        """Let the C scanner parse the container at ``pos`` if it is standard JSON; ``None`` if it is not."""
-        if self._budget <= 0:
-            return None
-        try:
-            return _STANDARD.raw_decode(self._text, pos)
-        except json.JSONDecodeError as exc:
-            self._budget -= exc.pos - pos
-        except (ValueError, RecursionError):  # NaN, over-long integer, deep nesting: let the walker report it
-            self._budget -= len(self._text) - pos
+    def _scan_standard(self, pos: int, depth: int) -> tuple[Any, int] | None:
+        """Let the C scanner parse the container at ``pos`` if it is standard JSON; ``None`` if it is not.
+
+        The scanner sees a slice (the whole text for the outermost container), so that failing costs only the slice;
+        a slice that cuts the container short is doubled until the scanner succeeds or fails on the text itself.
+        """
+        text = self._text
+        window = len(text) if depth == 1 else _FIRST_WINDOW
+        while self._budget > 0:
+            end = min(pos + window, len(text))
+            try:
+                value, stop = _STANDARD.raw_decode(text[pos:end])
+                return value, pos + stop
+            except json.JSONDecodeError as exc:
+                failed = pos + exc.pos
+            except (ValueError, RecursionError):  # NaN, over-long integer, deep nesting: let the walker report it
+                return None
+            if end == len(text) or (failed < end - _LOOKAHEAD and text[failed] != '"'):
+                self._budget -= failed - pos
+                return None  # the text itself fails here (a string start may be an unterminated-by-the-slice one)
+            self._budget -= end - pos
+            window *= 2
         return None
 
     def _check_depth(self, pos: int, depth: int) -> None:
         if depth > MAX_DEPTH:
             raise self._error(pos, f"nesting deeper than {MAX_DEPTH} levels")
 
+    def _next(self, pattern: re.Pattern[str], pos: int, expected: str) -> tuple[str, int]:
+        """Match a separator (``,`` or the closing bracket, with whitespace around it); return it and the end."""
+        match = pattern.match(self._text, pos)
+        if match is None:
+            raise self._error(pos, f"expected {expected}")
+        return match.group(1), match.end()
+
     # -- containers
 
     def _object(self, pos: int, depth: int) -> tuple[dict[Any, Any], int]:
         self._check_depth(pos, depth)
-        scanned = self._scan_standard(pos)
-        if scanned is not None:
-            return scanned
         text = self._text
+        first = _WHITESPACE.match(text, pos + 1).end()
+        if text[first : first + 1] not in _ODD_KEY_START:  # an object whose first key is odd would fail the C scanner
+            scanned = self._scan_standard(pos, depth)
+            if scanned is not None:
+                return scanned
         result: dict[Any, Any] = {}
-        pos = self._skip(pos + 1)
+        pos = first
         if text.startswith("}", pos):
             return result, pos + 1
         while True:
-            if text.startswith("{", pos):  # an object key; parsed here so each nesting level costs one frame
-                fields, pos = self._object(pos, depth + 1)
-                key: Any = ObjectKey(fields)
+            plain = _PLAIN_MEMBERS.match(text, pos)
+            if plain is not None:
+                self._add_plain_members(result, pos, plain.end())
+                pos = plain.end()
             else:
-                key, pos = self._scalar_key(pos)
-            pos = self._colon(pos)
-            value, pos = self._value_handler(pos)(self, pos, depth + 1)
-            result[key] = value
-            pos = self._skip(pos)
-            if text.startswith(",", pos):
-                pos = self._skip(pos + 1)
-            elif text.startswith("}", pos):
-                return result, pos + 1
-            else:
-                raise self._error(pos, "expected ',' or '}' in an object")
+                if text.startswith("{", pos):  # an object key; parsed here so each nesting level costs one frame
+                    fields, pos = self._object(pos, depth + 1)
+                    key: Any = ObjectKey(fields)
+                    pos = self._colon(pos)
+                else:
+                    key, pos = self._scalar_key(pos)
+                value, pos = self._value_handler(pos)(self, pos, depth + 1)
+                result[key] = value
+            separator, pos = self._next(_OBJECT_SEPARATOR, pos, "',' or '}' in an object")
+            if separator == "}":
+                return result, pos
 
     def _array(self, pos: int, depth: int) -> tuple[list[Any], int]:
         self._check_depth(pos, depth)
-        scanned = self._scan_standard(pos)
+        scanned = self._scan_standard(pos, depth)
         if scanned is not None:
             return scanned
         text = self._text
         result: list[Any] = []
-        pos = self._skip(pos + 1)
+        pos = _WHITESPACE.match(text, pos + 1).end()
         if text.startswith("]", pos):
             return result, pos + 1
         while True:
             value, pos = self._value_handler(pos)(self, pos, depth + 1)
             result.append(value)
-            pos = self._skip(pos)
-            if text.startswith(",", pos):
-                pos = self._skip(pos + 1)
-            elif text.startswith("]", pos):
-                return result, pos + 1
-            else:
-                raise self._error(pos, "expected ',' or ']' in an array")
+            separator, pos = self._next(_ARRAY_SEPARATOR, pos, "',' or ']' in an array")
+            if separator == "]":
+                return result, pos
+
+    def _add_plain_members(self, result: dict[Any, Any], start: int, end: int) -> None:
+        # findall() yields "" for the alternatives that did not match; every group that matched is non-empty.
+        try:
+            for text_key, int_key, text_value, int_value, float_value, literal in _PLAIN_MEMBER.findall(
+                self._text, start, end
+            ):
+                if text_value:
+                    value = text_value[1:-1]
+                elif int_value:
+                    value = int(int_value)
+                elif float_value:
+                    value = float(float_value)
+                else:
+                    value = _LITERAL_VALUES[literal]
+                result[int(int_key) if int_key else text_key[1:-1]] = value
+        except ValueError:  # longer than sys.get_int_max_str_digits()
+            raise self._error(start, "integer too long in the members") from None
 
     def _scalar_key(self, pos: int) -> tuple[str | int, int]:
-        if self._text.startswith('"', pos):
-            return self._string(pos, 0)
-        match = _INTEGER.match(self._text, pos)
-        if match is None:
+        """A quoted or unquoted-integer key and the ``:`` after it; returns the key and where its value starts."""
+        match = _PLAIN_KEY.match(self._text, pos)
+        if match is not None:
+            quoted, number = match.groups()
+            return (quoted[1:-1] if number is None else self._integer(number, pos)), match.end()
+        if not self._text.startswith('"', pos):
             raise self._error(pos, "expected a key (string, integer or object)")
-        return self._integer(match.group(), pos), match.end()
+        key, pos = self._string(pos, 0)  # a string with escapes
+        return key, self._colon(pos)
 
     def _colon(self, pos: int) -> int:
-        pos = self._skip(pos)
-        if not self._text.startswith(":", pos):
+        match = _COLON.match(self._text, pos)
+        if match is None:
             raise self._error(pos, "expected ':' after a key")
-        return self._skip(pos + 1)
+        return match.end()
 
     # -- scalars (depth is unused; all value handlers share one signature)
 
@@ -265,16 +324,16 @@ class _Parser:
         try:
             return scanstring(self._text, pos + 1, True)
         except json.JSONDecodeError as exc:
-            raise self._error(exc.pos, exc.msg.lower()) from None
+            raise self._error(exc.pos, exc.msg.removesuffix(" at").lower()) from None
 
     def _number(self, pos: int, depth: int) -> tuple[int | float, int]:
         match = _NUMBER.match(self._text, pos)
         if match is None:
             raise self._error(pos, "expected a value")
-        _, fraction, exponent = match.groups()
+        integer, fraction, exponent = match.groups()
         if fraction or exponent:
             return float(match.group()), match.end()
-        return self._integer(match.group(), pos), match.end()
+        return self._integer(integer, pos), match.end()
 
     def _literal(self, pos: int, depth: int) -> tuple[bool | None, int]:
         word, value = _LITERALS[self._text[pos]]

@@ -7,6 +7,10 @@ sends byte for byte: properties sorted by Java name, null properties left out, m
 name. Reading is tolerant the way fastjson is: unknown properties are ignored (newer brokers add some), missing or
 null ones take the Java default, numbers may arrive as strings and enums as ordinals (the C++ client writes both).
 Anything of the wrong shape raises :class:`ProtocolError` naming the path to the bad value.
+
+Speed (a monitor decodes bodies of 10,000 topics or groups): the type analysis is done once per type, which yields a
+converter function that only checks and converts values; exact scalars pass without a call, and the path to a value
+is put together only when the value is bad.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import re
 import time
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Self
 
 from monitor.remoting import fastjson
@@ -51,13 +55,6 @@ class _Field:
     type: Any
     field: dataclasses.Field
 
-    def default(self, path: str) -> Any:
-        if self.field.default is not dataclasses.MISSING:
-            return self.field.default
-        if self.field.default_factory is not dataclasses.MISSING:
-            return self.field.default_factory()
-        raise ProtocolError(f"{path}: required property missing")
-
 
 @functools.cache
 def _fields(cls: type) -> tuple[_Field, ...]:
@@ -70,33 +67,33 @@ def _fields(cls: type) -> tuple[_Field, ...]:
     return tuple(sorted(specs, key=lambda spec: spec.wire))
 
 
+class _Mismatch(Exception):
+    """A wire value of the wrong shape, raised where it is found.
+
+    Each container it unwinds through appends its part of the path (``.field``, ``[0]``, ``['key']``), and
+    :meth:`WireBean.from_wire` turns it into the :class:`ProtocolError`, so a path is only built for a bad body.
+    """
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.where: list[str] = []
+
+
 class WireBean:
     """Base of every body type: ``from_wire``/``to_wire`` for parsed structures, ``decode``/``encode`` for bytes."""
 
     @classmethod
     def from_wire(cls, obj: Any) -> Self:
         """Build from the structure :func:`fastjson.loads` returned."""
-        return cls._load(obj, cls.__name__)
-
-    @classmethod
-    def _load(cls, obj: Any, path: str) -> Self:
-        if not isinstance(obj, Mapping):
-            raise ProtocolError(f"{path}: expected a JSON object, got {_kind(obj)}")
-        values = {}
-        for spec in _fields(cls):
-            where = f"{path}.{spec.wire}"
-            raw = obj.get(spec.wire)
-            values[spec.attr] = spec.default(where) if raw is None else _load(spec.type, raw, where)
-        return cls(**values)
+        try:
+            return _bean_loader(cls)(obj)
+        except _Mismatch as exc:
+            raise ProtocolError(f"{cls.__name__}{''.join(reversed(exc.where))}: {exc.problem}") from None
 
     def to_wire(self) -> dict[str, Any]:
         """The plain structure fastjson would write: Java names sorted, nulls left out."""
-        out = {}
-        for spec in _fields(type(self)):
-            value = getattr(self, spec.attr)
-            if value is not None:
-                out[spec.wire] = _dump(spec.type, value)
-        return out
+        return _bean_dumper(type(self))(self)
 
     def to_wire_key(self) -> fastjson.ObjectKey:
         """This bean as a map key, as fastjson writes ``Map<MessageQueue, ...>``."""
@@ -156,118 +153,266 @@ def _optional(tp: Any) -> Any | None:
     return None
 
 
-def _load(tp: Any, value: Any, path: str) -> Any:
+def _exact(tp: Any) -> type | None:
+    """The scalar type whose exact instances convert to themselves both ways for attributes typed ``tp``.
+
+    Converters test ``type(value) is exact`` before calling anything, so the common value costs no call.
+    """
+    tp = _optional(tp) or tp
+    return tp if tp in (bool, int, float, str) else None
+
+
+# -- reading: one converter per type, compiled on first use. A converter takes a present (non-null) wire value and
+# raises _Mismatch, without a path, for a value of the wrong shape.
+
+
+@functools.cache
+def _loader(tp: Any) -> Callable[[Any], Any]:
     inner = _optional(tp)
     if inner is not None:
-        return _load(inner, value, path)
+        return _loader(inner)
     origin = typing.get_origin(tp)
     if origin is list:
-        if not isinstance(value, list):
-            raise ProtocolError(f"{path}: expected an array, got {_kind(value)}")
-        (item,) = typing.get_args(tp)
-        return [_load_present(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return _list_loader(*typing.get_args(tp))
     if origin is dict:
-        if not isinstance(value, Mapping):
-            raise ProtocolError(f"{path}: expected an object, got {_kind(value)}")
-        key_type, value_type = typing.get_args(tp)
-        out = {}
-        for k, v in value.items():
-            where = f"{path}[{k!r:.60}]"
-            out[_load_key(key_type, k, where)] = _load_present(value_type, v, where)
-        return out
-    if issubclass(tp, WireBean):
-        return tp._load(value, path)
-    if issubclass(tp, enum.Enum):
-        return _load_enum(tp, value, path)
-    return _load_scalar(tp, value, path)
-
-
-def _load_present(tp: Any, value: Any, path: str) -> Any:
-    if value is None:
-        if _optional(tp) is not None:
-            return None
-        raise ProtocolError(f"{path}: null where a value is required")
-    return _load(tp, value, path)
-
-
-def _load_key(tp: Any, key: Any, path: str) -> Any:
+        return _dict_loader(*typing.get_args(tp))
     if isinstance(tp, type) and issubclass(tp, WireBean):
-        return tp._load(key, path)
-    if tp is str and isinstance(key, str | int):
-        return str(key)
-    if tp is int:
-        return _load_scalar(int, key, path)
-    raise ProtocolError(f"{path}: unexpected map key {_kind(key)}")
+        return _bean_loader(tp)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _enum_loader(tp)
+    if tp in _SCALAR_LOADERS:
+        return _SCALAR_LOADERS[tp]
+    raise TypeError(f"no wire conversion for {tp!r}")
 
 
-def _load_enum(tp: type[enum.Enum], value: Any, path: str) -> enum.Enum:
-    try:
-        if isinstance(value, str):
-            return tp[value]
-        if isinstance(value, int) and not isinstance(value, bool):
-            return tp(value)
-    except (KeyError, ValueError):
-        pass
-    raise ProtocolError(f"{path}: {value!r:.60} is not a {tp.__name__}")
+@functools.cache
+def _bean_loader(cls: type[WireBean]) -> Callable[[Any], WireBean]:
+    # Properties are read in wire order (the first bad one is reported) and passed positionally (cheaper than by
+    # keyword) in __init__ order; body dataclasses have no keyword-only fields.
+    params = [field.name for field in dataclasses.fields(cls) if field.init]
+    steps = []
+    for spec in _fields(cls):
+        try:
+            convert = _loader(spec.type)
+        except TypeError as exc:
+            raise TypeError(f"{cls.__name__}.{spec.wire}: {exc}") from None
+        field = spec.field
+        if field.default is not dataclasses.MISSING:
+            default, factory = field.default, None
+        elif field.default_factory is not dataclasses.MISSING:
+            default, factory = None, field.default_factory
+        else:
+            default, factory = None, _required
+        steps.append((params.index(spec.attr), spec.wire, _exact(spec.type), convert, default, factory))
+    count = len(steps)
 
-
-def _load_scalar(tp: type, value: Any, path: str) -> Any:
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            return value.lower() == "true"
-        if value in (0, 1) and not isinstance(value, float):
-            return bool(value)
-    elif isinstance(value, bool):
-        pass
-    elif tp is int:
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str) and _INT_TEXT.fullmatch(value):
-            return int(value)
-    elif tp is float:
-        if isinstance(value, int | float):
-            return float(value)
-        if isinstance(value, str):
+    def load(obj: Any) -> WireBean:
+        if type(obj) is not dict and not isinstance(obj, Mapping):
+            raise _Mismatch(f"expected a JSON object, got {_kind(obj)}")
+        get = obj.get
+        args = [None] * count
+        for index, name, exact, convert, default, factory in steps:
+            raw = get(name)
             try:
-                return float(value)
+                if raw is None:
+                    args[index] = default if factory is None else factory()
+                else:
+                    args[index] = raw if type(raw) is exact else convert(raw)
+            except _Mismatch as exc:
+                exc.where.append(f".{name}")
+                raise
+        return cls(*args)
+
+    return load
+
+
+def _required() -> Any:
+    raise _Mismatch("required property missing")
+
+
+def _list_loader(item_tp: Any) -> Callable[[Any], list[Any]]:
+    convert, exact, nullable = _loader(item_tp), _exact(item_tp), _optional(item_tp) is not None
+
+    def load(value: Any) -> list[Any]:
+        if not isinstance(value, list):
+            raise _Mismatch(f"expected an array, got {_kind(value)}")
+        out = []
+        for index, item in enumerate(value):
+            try:
+                out.append(_null(nullable) if item is None else item if type(item) is exact else convert(item))
+            except _Mismatch as exc:
+                exc.where.append(f"[{index}]")
+                raise
+        return out
+
+    return load
+
+
+def _dict_loader(key_tp: Any, value_tp: Any) -> Callable[[Any], dict[Any, Any]]:
+    convert_key, key_exact = _key_loader(key_tp), key_tp if key_tp in (str, int) else None
+    convert, exact, nullable = _loader(value_tp), _exact(value_tp), _optional(value_tp) is not None
+
+    def load(value: Any) -> dict[Any, Any]:
+        if type(value) is not dict and not isinstance(value, Mapping):
+            raise _Mismatch(f"expected an object, got {_kind(value)}")
+        out = {}
+        for key, item in value.items():
+            try:  # the value first, so that its error wins over the key's, as in `out[key(k)] = value(v)`
+                item = _null(nullable) if item is None else item if type(item) is exact else convert(item)
+                out[key if type(key) is key_exact else convert_key(key)] = item
+            except _Mismatch as exc:
+                exc.where.append(f"[{key!r:.60}]")
+                raise
+        return out
+
+    return load
+
+
+def _null(nullable: bool) -> None:
+    """An array item or map value that is null: kept for ``X | None``, else rejected."""
+    if not nullable:
+        raise _Mismatch("null where a value is required")
+
+
+def _key_loader(tp: Any) -> Callable[[Any], Any]:
+    if isinstance(tp, type) and issubclass(tp, WireBean):
+        return _bean_loader(tp)
+    if tp is str:
+        return _load_str_key
+    if tp is int:
+        return _load_int
+    return _reject_key
+
+
+def _load_str_key(key: Any) -> str:
+    if isinstance(key, str | int):
+        return str(key)
+    return _reject_key(key)
+
+
+def _reject_key(key: Any) -> Any:
+    raise _Mismatch(f"unexpected map key {_kind(key)}")
+
+
+def _enum_loader(tp: type[enum.Enum]) -> Callable[[Any], enum.Enum]:
+    by_name = dict(tp.__members__)
+
+    def load(value: Any) -> enum.Enum:
+        if isinstance(value, str) and value in by_name:
+            return by_name[value]
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                return tp(value)
             except ValueError:
                 pass
-    elif tp is str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, int | float):
-            return str(value)
-    else:
-        raise TypeError(f"{path}: no wire conversion for {tp!r}")
-    raise ProtocolError(f"{path}: expected {_SCALAR_NAMES[tp]}, got {_kind(value)}")
+        raise _Mismatch(f"{value!r:.60} is not a {tp.__name__}")
+
+    return load
 
 
-_SCALAR_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+def _load_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if value in (0, 1) and not isinstance(value, float):
+        return bool(value)
+    raise _Mismatch(f"expected a boolean, got {_kind(value)}")
 
 
-def _dump(tp: Any, value: Any) -> Any:
+def _load_int(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _INT_TEXT.fullmatch(value):
+        return int(value)
+    raise _Mismatch(f"expected an integer, got {_kind(value)}")
+
+
+def _load_float(value: Any) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise _Mismatch(f"expected a number, got {_kind(value)}")
+
+
+def _load_str(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise _Mismatch(f"expected a string, got {_kind(value)}")
+
+
+_SCALAR_LOADERS: dict[type, Callable[[Any], Any]] = {
+    bool: _load_bool,
+    int: _load_int,
+    float: _load_float,
+    str: _load_str,
+}
+
+
+# -- writing: one converter per type as well, with the same pass-through of exact scalars.
+
+
+@functools.cache
+def _dumper(tp: Any) -> Callable[[Any], Any]:
     inner = _optional(tp)
     if inner is not None:
-        return None if value is None else _dump(inner, value)
+        dump_inner = _dumper(inner)
+        return lambda value: None if value is None else dump_inner(value)
     origin = typing.get_origin(tp)
     if origin is list:
-        (item,) = typing.get_args(tp)
-        return [_dump(item, v) for v in value]
+        return _list_dumper(*typing.get_args(tp))
     if origin is dict:
-        key_type, value_type = typing.get_args(tp)
-        return {_dump_key(key_type, k): _dump(value_type, v) for k, v in value.items()}
+        return _dict_dumper(*typing.get_args(tp))
+    return _dump_float if tp is float else _dump_value
+
+
+@functools.cache
+def _bean_dumper(cls: type[WireBean]) -> Callable[[WireBean], dict[str, Any]]:
+    steps = [(spec.attr, spec.wire, _exact(spec.type), _dumper(spec.type)) for spec in _fields(cls)]
+
+    def dump(bean: WireBean) -> dict[str, Any]:
+        out = {}
+        for attr, name, exact, convert in steps:
+            value = getattr(bean, attr)
+            if value is not None:
+                out[name] = value if type(value) is exact else convert(value)
+        return out
+
+    return dump
+
+
+def _list_dumper(item_tp: Any) -> Callable[[Any], list[Any]]:
+    convert, exact = _dumper(item_tp), _exact(item_tp)
+    return lambda value: [item if type(item) is exact else convert(item) for item in value]
+
+
+def _dict_dumper(key_tp: Any, value_tp: Any) -> Callable[[Any], dict[Any, Any]]:
+    convert, exact = _dumper(value_tp), _exact(value_tp)
+    return lambda value: {
+        key.to_wire_key() if isinstance(key, WireBean) else key: item if type(item) is exact else convert(item)
+        for key, item in value.items()
+    }
+
+
+def _dump_value(value: Any) -> Any:
+    """A bean as its structure, an enum by name, anything else as it is: fastjson also goes by the runtime class."""
     if isinstance(value, WireBean):
         return value.to_wire()
     if isinstance(value, enum.Enum):
         return value.name
-    if tp is float:
-        return float(value)
     return value
 
 
-def _dump_key(tp: Any, key: Any) -> Any:
-    return key.to_wire_key() if isinstance(key, WireBean) else key
+def _dump_float(value: Any) -> Any:
+    """As :func:`_dump_value`, but a number is written as a Java double (``1.0`` for an int in a float attribute)."""
+    if isinstance(value, (WireBean, enum.Enum)):
+        return _dump_value(value)
+    return float(value)

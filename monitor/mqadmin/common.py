@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from monitor.remoting import body as b
 from monitor.remoting.admin import MQAdmin
+from monitor.remoting.errors import RemotingClientError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -84,6 +85,20 @@ def cluster_broker_datas(info: b.ClusterInfo, cluster: str) -> list[b.BrokerData
         known = ", ".join(sorted(info.cluster_addr_table)) or "none"
         raise MQAdminError(f"cluster [{cluster}] is not known to the name server (clusters: {known})")
     return [info.broker_addr_table[name] for name in sorted(set(names)) if name in info.broker_addr_table]
+
+
+def on_each_broker(addrs: list[str], action, result) -> None:
+    """Run `action(addr)` on every broker, recording the ones that succeeded in `result.brokers`; if any failed,
+    raise PartialFailure with the result (what did happen) and one error per failed broker."""
+    errors = []
+    for addr in addrs:
+        try:
+            action(addr)
+            result.brokers.append(addr)
+        except RemotingClientError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise PartialFailure(result, errors)
 
 
 def master_addrs(admin: MQAdmin, cluster: str) -> list[str]:

@@ -13,6 +13,7 @@ from monitor.mqadmin.common import (
     add_target,
     java_bool,
     master_addrs,
+    on_each_broker,
 )
 from monitor.mqadmin.output import cell
 from monitor.mqadmin.topics import DeleteTopicResult, delete_topic_in_cluster, delete_topic_lines
@@ -45,15 +46,7 @@ def update_sub_group(admin: MQAdmin, args: argparse.Namespace) -> UpdateSubGroup
     )
     result = UpdateSubGroupResult(config)
     addrs = [args.broker_addr] if args.broker_addr else master_addrs(admin, args.cluster_name)
-    errors = []
-    for addr in addrs:
-        try:
-            admin.create_and_update_subscription_group_config(addr, config)
-            result.brokers.append(addr)
-        except RemotingClientError as exc:
-            errors.append(str(exc))
-    if errors:
-        raise PartialFailure(result, errors)
+    on_each_broker(addrs, lambda addr: admin.create_and_update_subscription_group_config(addr, config), result)
     return result
 
 

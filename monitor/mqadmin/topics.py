@@ -16,6 +16,7 @@ from monitor.mqadmin.common import (
     human_millis,
     java_bool,
     master_addrs,
+    on_each_broker,
     parallel_map,
     select_broker_addr,
 )
@@ -191,15 +192,7 @@ def update_topic(admin: MQAdmin, args: argparse.Namespace) -> UpdateTopicResult:
     )
     result = UpdateTopicResult(config)
     addrs = [args.broker_addr] if args.broker_addr else master_addrs(admin, args.cluster_name)
-    errors = []
-    for addr in addrs:
-        try:
-            admin.create_and_update_topic_config(addr, config)
-            result.brokers.append(addr)
-        except RemotingClientError as exc:
-            errors.append(str(exc))
-    if errors:
-        raise PartialFailure(result, errors)
+    on_each_broker(addrs, lambda addr: admin.create_and_update_topic_config(addr, config), result)
     if args.order:
         try:
             result.order_conf = _update_order_conf(admin, args, config.write_queue_nums)

@@ -55,6 +55,7 @@ __all__ = [
     "decode_properties",
     "encode_message",
     "encode_properties",
+    "parse_host",
 ]
 
 MESSAGE_MAGIC_CODE = 0xDAA320A7  # v1: 1-byte topic length (every 4.x record, 5.x topics up to 127 characters)
@@ -337,8 +338,8 @@ def encode_message(msg: MessageExt) -> bytes:
     the broker sets them), and a message with was_compressed=True gets its body deflated again with zlib
     (level 5, byte-identical to what the Java producer sends).
     """
-    born_ip, born_port = _parse_host(msg.born_host, "born_host")
-    store_ip, store_port = _parse_host(msg.store_host, "store_host")
+    born_ip, born_port = parse_host(msg.born_host, "born_host")
+    store_ip, store_port = parse_host(msg.store_host, "store_host")
     sys_flag = (msg.sys_flag & ~_HOST_FLAGS) | (BORNHOST_V6_FLAG if len(born_ip) == 16 else 0)
     sys_flag |= STOREHOSTADDRESS_V6_FLAG if len(store_ip) == 16 else 0
     stored_body = msg.body
@@ -430,7 +431,7 @@ def _check_property(name: str, value: str) -> None:
 
 def create_offset_msg_id(store_host: str, commit_log_offset: int) -> str:
     """Offset message id: store host ip + port (i32) + commit-log offset (i64), as uppercase hex."""
-    ip, port = _parse_host(store_host, "store host")
+    ip, port = parse_host(store_host, "store host")
     if not 0 <= commit_log_offset < 1 << 63:
         raise ValueError(f"commit-log offset {commit_log_offset} is out of range")
     return (ip + _MSG_ID_TAIL.pack(port, commit_log_offset)).hex().upper()
@@ -455,7 +456,7 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
 
 
 @lru_cache(maxsize=1024)
-def _parse_host(text: str, what: str) -> tuple[bytes, int]:
+def parse_host(text: str, what: str = "address") -> tuple[bytes, int]:
     """("ip bytes", port) from "1.2.3.4:port", "[v6]:port" or "v6:port"; raises ValueError."""
     host, separator, port_text = text.rpartition(":")
     if host.startswith("[") and host.endswith("]"):

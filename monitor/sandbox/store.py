@@ -47,7 +47,6 @@ Thread safety: one lock around every public method, so many connections can put 
 
 import bisect
 import enum
-import ipaddress
 import re
 import struct
 import threading
@@ -67,6 +66,7 @@ from monitor.remoting.message import (
     STOREHOSTADDRESS_V6_FLAG,
     create_offset_msg_id,
     decode_properties,
+    parse_host,
 )
 
 __all__ = [
@@ -246,22 +246,6 @@ def _tag_codes(expression: str | None) -> frozenset[int] | None:
         return None
     tags = (tag.strip(_JAVA_WHITESPACE) for tag in expression.split("||"))
     return frozenset(java_string_hash(tag) for tag in tags if tag)
-
-
-@lru_cache(maxsize=1024)
-def _host(text: str) -> tuple[bytes, int]:
-    """(ip bytes, port) of "1.2.3.4:port", "[v6]:port" or "v6:port"."""
-    host, separator, port_text = text.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    try:
-        ip = ipaddress.ip_address(host).packed
-        port = int(port_text)
-    except ValueError:
-        ip, port = b"", -1
-    if not separator or not ip or not 0 <= port <= 0xFFFF:
-        raise ValueError(f"{text!r} is not an 'ip:port' address")
-    return ip, port
 
 
 def _tags_code(properties: dict[str, str]) -> int:
@@ -587,7 +571,7 @@ class MessageStore:
         if min(max_bytes, segment_bytes, consume_queue_file_entries, max_message_size) <= 0:
             raise ValueError("store sizes must be positive")
         self.store_host = store_host
-        self._store_ip, self._store_port = _host(store_host)
+        self._store_ip, self._store_port = parse_host(store_host, "store host")
         self.max_bytes = max_bytes
         self.max_message_size = max_message_size
         self.slave = slave
@@ -624,7 +608,7 @@ class MessageStore:
         if len(body) > self.max_message_size:
             raise PutMessageError(PutMessageStatus.MESSAGE_ILLEGAL, f"body of {len(body)} bytes is over the maximum")
         tail = b"".join((body, _topic_field(topic), _properties_field(_utf8(properties, "properties"))))
-        born = _host(born_host)
+        born = parse_host(born_host, "born host")
         sys_flag = self._host_flags(sys_flag, born[0])
         layout = _LAYOUTS[(sys_flag >> 4) & 3]
         size = layout.size + len(tail)
@@ -680,7 +664,7 @@ class MessageStore:
         if not _DELAY_LEVEL.fullmatch(delay) or int(delay) > 0:
             raise PutMessageError(PutMessageStatus.MESSAGE_ILLEGAL, f"a batch cannot be delayed (DELAY {delay!r})")
         batch_properties = _utf8(properties, "properties")
-        born = _host(born_host)
+        born = parse_host(born_host, "born host")
         sys_flag = self._host_flags(sys_flag, born[0])
         layout = _LAYOUTS[(sys_flag >> 4) & 3]
         messages = []

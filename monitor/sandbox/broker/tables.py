@@ -1,0 +1,322 @@
+"""The broker's metadata tables: topics (TopicConfigManager), subscription groups (SubscriptionGroupManager) and
+committed consumer offsets (ConsumerOffsetManager), with 4.9.4's built-in entries and auto-creation rules.
+
+Each table is a dict in insertion order standing in for the Java ConcurrentHashMap, and is turned into that map's
+iteration order when a body is built, so GET_ALL_TOPIC_CONFIG, REGISTER_BROKER and GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+list entries as the real broker does. Every change bumps the table's DataVersion as Java's nextVersion() does:
+slaves and name servers compare versions to decide whether anything changed. Nothing is persisted.
+
+The tables are only touched from the broker's event loop, so they need no locks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from monitor.remoting.body import (
+    ConsumerOffsetSerializeWrapper,
+    DataVersion,
+    PermName,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+)
+from monitor.sandbox.broker._common import (
+    GROUP_TABLE_CAPACITY,
+    OFFSET_QUEUE_CAPACITY,
+    OFFSET_TABLE_CAPACITY,
+    TOPIC_TABLE_CAPACITY,
+    next_version,
+    ordered,
+)
+from monitor.sandbox.broker.config import BrokerConfig
+
+# TopicValidator / MixAll names.
+AUTO_CREATE_TOPIC = "TBW102"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+BENCHMARK_TOPIC = "BenchmarkTest"
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+SCHEDULE_TOPIC_QUEUE_NUM = 18
+TOPIC_GROUP_SEPARATOR = "@"
+_SYS_GROUP_PREFIX = "CID_RMQ_SYS_"
+_SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+# TopicValidator's static sets; the broker adds its cluster, broker-name, trace and reply topics at boot.
+_STATIC_SYSTEM_TOPICS = frozenset(
+    {
+        AUTO_CREATE_TOPIC,
+        SCHEDULE_TOPIC,
+        BENCHMARK_TOPIC,
+        TRANS_HALF_TOPIC,
+        TRACE_TOPIC,
+        TRANS_OP_HALF_TOPIC,
+        TRANS_CHECK_MAX_TIME_TOPIC,
+        SELF_TEST_TOPIC,
+        OFFSET_MOVED_EVENT,
+    }
+)
+NOT_ALLOWED_SEND_TOPICS = frozenset(
+    {
+        SCHEDULE_TOPIC,
+        TRANS_HALF_TOPIC,
+        TRANS_OP_HALF_TOPIC,
+        TRANS_CHECK_MAX_TIME_TOPIC,
+        SELF_TEST_TOPIC,
+        OFFSET_MOVED_EVENT,
+    }
+)
+_TOPIC_PATTERN_CHARS = frozenset("%|-_") | frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_TOPIC_MAX_LENGTH = 127
+_READ_WRITE = PermName.PERM_READ | PermName.PERM_WRITE
+
+# SubscriptionGroupManager.init: the groups every 4.9.4 broker starts with, all with default settings.
+_SYSTEM_GROUPS = (
+    "TOOLS_CONSUMER",
+    "FILTERSRV_CONSUMER",
+    "SELF_TEST_C_GROUP",
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+)
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def topic_problem(topic: str) -> str | None:
+    """TopicValidator.validateTopic: the remark a bad topic name gets, None for a good one."""
+    if not topic.strip():
+        return "The specified topic is blank."
+    if any(char not in _TOPIC_PATTERN_CHARS for char in topic):
+        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(topic) > _TOPIC_MAX_LENGTH:
+        return "The specified topic is longer than topic max length."
+    return None
+
+
+def _copy(config: TopicConfig) -> TopicConfig:
+    return replace(config)
+
+
+class TopicConfigManager:
+    """Topics this broker serves, starting with the system topics a 4.9.4 broker creates at boot.
+
+    RMQ_SYS_TRANS_HALF_TOPIC is among them: a real broker's transaction check service creates it within its first
+    minute, and every captured table already has it."""
+
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.data_version = DataVersion(counter=0)
+        self.table: dict[str, TopicConfig] = {}
+        cluster, broker_name = config["brokerClusterName"], config["brokerName"]
+        queue_nums = config["defaultTopicQueueNums"]
+        self._add_system(SELF_TEST_TOPIC, 1)
+        if config["autoCreateTopicEnable"]:
+            self._add_system(AUTO_CREATE_TOPIC, queue_nums, PermName.PERM_INHERIT | _READ_WRITE)
+        self._add_system(BENCHMARK_TOPIC, 1024)
+        self._add_system(cluster, 16, PermName.PERM_INHERIT | (_READ_WRITE if config["clusterTopicEnable"] else 0))
+        self._add_system(broker_name, 1, PermName.PERM_INHERIT | (_READ_WRITE if config["brokerTopicEnable"] else 0))
+        self._add_system(OFFSET_MOVED_EVENT, 1)
+        self._add_system(SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM)
+        if config["traceTopicEnable"]:
+            self._add_system(config["msgTraceTopicName"], 1)
+        self._add_system(f"{cluster}_{REPLY_TOPIC_POSTFIX}", 1)
+        self._add_system(TRANS_HALF_TOPIC, 1)
+        self.system_topics = _STATIC_SYSTEM_TOPICS | frozenset(self.table)
+
+    def _add_system(self, topic: str, queue_nums: int, perm: int = _READ_WRITE) -> None:
+        self.table[topic] = TopicConfig(
+            topic_name=topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums, perm=perm
+        )
+
+    def get(self, topic: str) -> TopicConfig | None:
+        return self.table.get(topic)
+
+    def is_system_topic(self, topic: str) -> bool:
+        """TopicValidator.isSystemTopic: admins may neither create nor delete these."""
+        return topic in self.system_topics or topic.startswith(_SYSTEM_TOPIC_PREFIX)
+
+    def update(self, config: TopicConfig) -> None:
+        """updateTopicConfig (admin create/update): replace, and a new version."""
+        self.table.pop(config.topic_name, None)
+        self.table[config.topic_name] = config
+        next_version(self.data_version)
+
+    def delete(self, topic: str) -> bool:
+        if self.table.pop(topic, None) is None:
+            return False
+        next_version(self.data_version)
+        return True
+
+    def create_in_send(
+        self, topic: str, default_topic: str, client_queue_nums: int, topic_sys_flag: int
+    ) -> TopicConfig | None:
+        """createTopicInSendMessageMethod: a new topic shaped like an inheritable default topic (TBW102 when
+        autoCreateTopicEnable), with at most the client's queue count; None when the default cannot be inherited."""
+        if topic in self.table:
+            return self.table[topic]
+        default = self.table.get(default_topic)
+        if default is None:
+            return None
+        if default_topic == AUTO_CREATE_TOPIC and not self.config["autoCreateTopicEnable"]:
+            default.perm = _READ_WRITE
+        if not PermName.is_inherited(default.perm):
+            return None
+        queue_nums = max(min(client_queue_nums, default.write_queue_nums), 0)
+        created = TopicConfig(
+            topic_name=topic,
+            read_queue_nums=queue_nums,
+            write_queue_nums=queue_nums,
+            perm=default.perm & ~PermName.PERM_INHERIT,
+            topic_filter_type=default.topic_filter_type,
+            topic_sys_flag=topic_sys_flag,
+        )
+        self.table[topic] = created
+        next_version(self.data_version)
+        return created
+
+    def create_in_send_back(
+        self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int
+    ) -> tuple[TopicConfig, bool]:
+        """createTopicInSendMessageBackMethod (retry and DLQ topics); also says whether it was created now."""
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing, False
+        created = TopicConfig(
+            topic_name=topic,
+            read_queue_nums=queue_nums,
+            write_queue_nums=queue_nums,
+            perm=perm,
+            topic_sys_flag=topic_sys_flag,
+        )
+        self.table[topic] = created
+        next_version(self.data_version)
+        return created, True
+
+    def wrapper(self) -> TopicConfigSerializeWrapper:
+        """buildTopicConfigSerializeWrapper / encode(): the table in ConcurrentHashMap order and the version.
+
+        With a brokerPermission that is not read-write, every topic is registered with that permission instead
+        (registerBrokerAll), so clients stop writing to (or reading from) this broker."""
+        permission = self.config["brokerPermission"]
+        table = ordered(self.table, TOPIC_TABLE_CAPACITY)
+        if not (PermName.is_writeable(permission) and PermName.is_readable(permission)):
+            table = {name: replace(config, perm=permission) for name, config in table.items()}
+        else:
+            table = {name: _copy(config) for name, config in table.items()}
+        return TopicConfigSerializeWrapper(topic_config_table=table, data_version=replace(self.data_version))
+
+    def replace_all(self, wrapper: TopicConfigSerializeWrapper) -> bool:
+        """SlaveSynchronize.syncTopicConfig: take the master's table when its version differs."""
+        if wrapper.data_version == self.data_version:
+            return False
+        self.table = dict(wrapper.topic_config_table)
+        self.data_version = replace(wrapper.data_version)
+        return True
+
+
+class SubscriptionGroupManager:
+    """Consumer groups: the built-in ones, the ones admins create, and (autoCreateSubscriptionGroup) any group a
+    client names, which is why a C++ producer's UNREGISTER_CLIENT with consumerGroup "" leaves a group "" behind."""
+
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.data_version = DataVersion(counter=0)
+        self.table: dict[str, SubscriptionGroupConfig] = {}
+        for name in _SYSTEM_GROUPS:
+            self.table[name] = SubscriptionGroupConfig(group_name=name)
+
+    def find(self, group: str) -> SubscriptionGroupConfig | None:
+        """findSubscriptionGroupConfig, creating the group when auto-creation is on or it is a system group."""
+        found = self.table.get(group)
+        if found is None and (self.config["autoCreateSubscriptionGroup"] or group.startswith(_SYS_GROUP_PREFIX)):
+            found = self.table[group] = SubscriptionGroupConfig(group_name=group)
+            next_version(self.data_version)
+        return found
+
+    def update(self, config: SubscriptionGroupConfig) -> None:
+        self.table[config.group_name] = config
+        next_version(self.data_version)
+
+    def delete(self, group: str) -> bool:
+        if self.table.pop(group, None) is None:
+            return False
+        next_version(self.data_version)
+        return True
+
+    def wrapper(self) -> SubscriptionGroupWrapper:
+        return SubscriptionGroupWrapper(
+            subscription_group_table=ordered(self.table, GROUP_TABLE_CAPACITY), data_version=replace(self.data_version)
+        )
+
+    def replace_all(self, wrapper: SubscriptionGroupWrapper) -> bool:
+        """SlaveSynchronize.syncSubscriptionGroupConfig: take the master's groups when its version differs."""
+        if wrapper.data_version == self.data_version:
+            return False
+        self.table = dict(wrapper.subscription_group_table)
+        self.data_version = replace(wrapper.data_version)
+        return True
+
+
+class ConsumerOffsetManager:
+    """Committed offsets by "topic@group" and queue id (clients commit them; slaves copy the master's)."""
+
+    def __init__(self):
+        self.table: dict[str, dict[int, int]] = {}
+
+    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self.table.setdefault(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {})[queue_id] = offset
+
+    def query(self, group: str, topic: str, queue_id: int) -> int:
+        """The committed offset, -1 when the group never committed one for the queue."""
+        return self.table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}).get(queue_id, -1)
+
+    def _split_keys(self) -> list[tuple[str, str]]:
+        pairs = []
+        for key in ordered(self.table, OFFSET_TABLE_CAPACITY):
+            parts = key.split(TOPIC_GROUP_SEPARATOR)
+            if len(parts) == 2:
+                pairs.append((parts[0], parts[1]))
+        return pairs
+
+    def topics_of_group(self, group: str) -> list[str]:
+        """whichTopicByConsumer."""
+        return [topic for topic, owner in self._split_keys() if owner == group]
+
+    def groups_of_topic(self, topic: str) -> list[str]:
+        """whichGroupByTopic."""
+        return [group for name, group in self._split_keys() if name == topic]
+
+    def remove_group(self, group: str) -> None:
+        """removeOffset: forget every topic's offsets of a group (DELETE_SUBSCRIPTIONGROUP with removeOffset)."""
+        for key in [key for key in self.table if key.split(TOPIC_GROUP_SEPARATOR)[-1] == group]:
+            del self.table[key]
+
+    def wrapper(self) -> ConsumerOffsetSerializeWrapper:
+        """The GET_ALL_CONSUMER_OFFSET body, in the ConcurrentHashMaps' order."""
+        return ConsumerOffsetSerializeWrapper(
+            offset_table={
+                key: ordered(queues, OFFSET_QUEUE_CAPACITY)
+                for key, queues in ordered(self.table, OFFSET_TABLE_CAPACITY).items()
+            }
+        )
+
+    def merge(self, wrapper: ConsumerOffsetSerializeWrapper) -> None:
+        """SlaveSynchronize.syncConsumerOffset: putAll of the master's table (whole "topic@group" entries)."""
+        for key, queues in wrapper.offset_table.items():
+            self.table.pop(key, None)
+            self.table[key] = dict(queues)

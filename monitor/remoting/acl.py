@@ -1,7 +1,8 @@
 """Request signing for clusters with ACL enabled, as RocketMQ's AclClientRPCHook does it.
 
-The signature is HmacSHA1(secretKey, values of all extFields except Signature, sorted by key, concatenated, then
-the body), Base64-encoded. AccessKey (and SecurityToken, if any) are added before signing so they are signed too.
+The signature is HmacSHA1(secretKey, values of all extFields except Signature (and _UNIQUE_KEY_QUERY, which brokers
+leave out), sorted by key, concatenated, then the body), Base64-encoded. AccessKey (and SecurityToken, if any)
+are added before signing so they are signed too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ ACCESS_KEY = "AccessKey"
 SECRET_KEY = "SecretKey"
 SIGNATURE = "Signature"
 SECURITY_TOKEN = "SecurityToken"
+# Brokers leave this QUERY_MESSAGE flag out when they check a signature (PlainAccessValidator, 4.9.x and 5.x), while
+# the Java client's hook signs it, so mqadmin's queryMsgByKey fails on ACL clusters. We sign what brokers check.
+UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
+UNSIGNED_FIELDS = frozenset({SIGNATURE, UNIQUE_MSG_QUERY_FLAG})
 
 
 def _as_text(value) -> str:
@@ -26,7 +31,7 @@ def _as_text(value) -> str:
 
 
 def calculate_signature(ext_fields: dict, body: bytes, secret_key: str) -> str:
-    content = "".join(_as_text(ext_fields[k]) for k in sorted(ext_fields) if k != SIGNATURE).encode()
+    content = "".join(_as_text(ext_fields[k]) for k in sorted(ext_fields) if k not in UNSIGNED_FIELDS).encode()
     digest = hmac.new(secret_key.encode(), content + (body or b""), hashlib.sha1).digest()
     return base64.b64encode(digest).decode()
 

@@ -26,7 +26,7 @@ from typing import Self
 
 from monitor.remoting import fastjson
 from monitor.remoting import headers as h
-from monitor.remoting.acl import SIGNATURE, AclCredentials, calculate_signature
+from monitor.remoting.acl import AclCredentials, verify_signature
 from monitor.remoting.body import (
     ConsumerOffsetSerializeWrapper,
     DelayOffsetSerializeWrapper,
@@ -554,8 +554,7 @@ def acl_problem(cmd: RemotingCommand, accounts: Mapping[str, str]) -> str | None
     secret = accounts.get(access_key)
     if secret is None:
         return _acl_exception(f"No acl config for {access_key}", 667)
-    content = {key: value for key, value in fields.items() if key != UNIQUE_KEY_QUERY}
-    if fields.get(SIGNATURE) != calculate_signature(content, cmd.body, secret):
+    if not verify_signature(cmd, secret):
         return _acl_exception(f"Check signature failed for accessKey={access_key}", 683)
     return None
 

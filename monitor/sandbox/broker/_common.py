@@ -1,10 +1,12 @@
-"""Small pieces the broker's parts share: Java's clock and DataVersion step, and the iteration order of the Java
-maps behind the broker's bodies, so that a body lists its entries in the order a 4.9.4 broker writes them."""
+"""Small pieces the broker's parts share: Java's clock and DataVersion step, the iteration order of the Java
+maps behind the broker's bodies, so that a body lists its entries in the order a 4.9.4 broker writes them, and the
+cache of bodies built from whole tables."""
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -62,10 +64,10 @@ def _int32(value: int) -> int:
 
 
 def message_queue_hash(mq: MessageQueue) -> int:
-    """MessageQueue.hashCode (brokerName, queueId, topic with prime 31), a signed 32-bit int."""
-    result = 31 + java_string_hash(mq.broker_name)
-    result = 31 * _int32(result) + mq.queue_id
-    return _int32(31 * _int32(result) + java_string_hash(mq.topic))
+    """MessageQueue.hashCode (brokerName, queueId, topic with prime 31), a signed 32-bit int. Java wraps after
+    every step; wrapping once at the end gives the same bits (arithmetic modulo 2**32), for a fraction of the cost
+    in GET_BROKER_CONSUME_STATS, which hashes every queue of every group."""
+    return _int32(961 * (31 + java_string_hash(mq.broker_name)) + 31 * mq.queue_id + java_string_hash(mq.topic))
 
 
 def mq_ordered(mapping: Mapping[MessageQueue, V]) -> dict[MessageQueue, V]:
@@ -83,4 +85,43 @@ def mq_ordered(mapping: Mapping[MessageQueue, V]) -> dict[MessageQueue, V]:
 
 def java_set_order(items: Iterable[str]) -> list[str]:
     """A HashSet<String> filled in ``items``' order, as it iterates (GroupList, consumer id lists...)."""
-    return java_hashmap_order(dict.fromkeys(items))
+    unique = list(dict.fromkeys(items))
+    return unique if len(unique) < 2 else java_hashmap_order(unique)
+
+
+class EncodedBodies:
+    """Bodies built from a whole table (GET_ALL_TOPIC_CONFIG, REGISTER_BROKER, GET_ALL_SUBSCRIPTIONGROUP_CONFIG),
+    kept for as long as the table stays the same.
+
+    With 10,000 entries a body is over a megabyte of fastjson and a few hundred milliseconds to build, yet the
+    monitor asks for it every collection, slaves every few seconds and the name-server registration every 30 s,
+    while the table itself rarely changes. ``state`` identifies the table's content: a body is reused until it
+    changes. A body is built on a worker thread from a snapshot taken on the loop, so the broker keeps answering
+    meanwhile (the build holds the GIL only in slices), and requests arriving during a build share it."""
+
+    def __init__(self):
+        self._state: Hashable = None
+        self._bodies: dict[str, bytes] = {}
+        self._building: dict[str, asyncio.Future[bytes]] = {}
+
+    async def get(self, state: Hashable, kind: str, prepare: Callable[[], Callable[[], bytes]]) -> bytes:
+        """The ``kind`` body for a table in ``state``. On a miss ``prepare()`` runs on the loop: it takes what the
+        body needs from the table (which must not change under the worker) and returns the function that builds
+        the body on the worker thread."""
+        if state != self._state:
+            self._state, self._bodies, self._building = state, {}, {}
+        body = self._bodies.get(kind)
+        if body is not None:
+            return body
+        loop = asyncio.get_running_loop()
+        building = self._building.get(kind)
+        if building is None or building.get_loop() is not loop:  # none yet, or left behind by a stopped loop
+            building = self._building[kind] = loop.run_in_executor(None, prepare())
+            building.add_done_callback(lambda done: self._built(state, kind, done))
+        return await asyncio.shield(building)
+
+    def _built(self, state: Hashable, kind: str, done: asyncio.Future[bytes]) -> None:
+        if self._building.get(kind) is done:
+            del self._building[kind]
+        if state == self._state and not done.cancelled() and done.exception() is None:
+            self._bodies[kind] = done.result()

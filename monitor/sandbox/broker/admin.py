@@ -126,7 +126,7 @@ class AdminProcessor:
         return cmd.make_response()
 
     async def get_all_topic_config(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        return cmd.make_response(ext_fields={}, body=self.broker.topics.wrapper().encode())
+        return cmd.make_response(ext_fields={}, body=await self.broker.topics.all_topics_body())
 
     async def get_topic_stats_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         topic = h.GetTopicStatsInfoRequestHeader.from_ext_fields(cmd.ext_fields).topic
@@ -154,7 +154,7 @@ class AdminProcessor:
         return cmd.make_response()
 
     async def get_all_subscription_group(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        return cmd.make_response(body=self.broker.groups.wrapper().encode())
+        return cmd.make_response(body=await self.broker.groups.all_groups_body())
 
     async def delete_subscription_group(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         refusal = self._slave_refusal(cmd)
@@ -219,7 +219,7 @@ class AdminProcessor:
         return cmd.make_response(ext_fields={"timestamp": str(timestamp)})
 
     async def get_all_consumer_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        return cmd.make_response(body=self.broker.offsets.wrapper().encode())
+        return cmd.make_response(body=await self.broker.offsets.all_offsets_body())
 
     async def get_all_delay_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         return cmd.make_response(body=self.broker.schedule.offsets_wrapper().encode())

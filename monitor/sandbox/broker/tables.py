@@ -6,27 +6,36 @@ iteration order when a body is built, so GET_ALL_TOPIC_CONFIG, REGISTER_BROKER a
 list entries as the real broker does. Every change bumps the table's DataVersion as Java's nextVersion() does:
 slaves and name servers compare versions to decide whether anything changed. Nothing is persisted.
 
-The tables are only touched from the broker's event loop, so they need no locks.
+A broker may hold 10,000 topics and as many groups, so nothing a request asks for scans a whole table: the
+whole-table bodies are cached until the table changes (each table counts its changes, ``revision``), and committed
+offsets are indexed by group and by topic.
+
+The tables are only touched from the broker's event loop, so they need no locks. Table entries are never changed
+in place, only replaced, so a shallow copy of a table is a snapshot a worker thread may encode.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from monitor.remoting.body import (
     ConsumerOffsetSerializeWrapper,
     DataVersion,
     PermName,
+    RegisterBrokerBody,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
     TopicConfig,
     TopicConfigSerializeWrapper,
 )
+from monitor.remoting.javahash import java_hashmap_order
 from monitor.sandbox.broker._common import (
     GROUP_TABLE_CAPACITY,
     OFFSET_QUEUE_CAPACITY,
     OFFSET_TABLE_CAPACITY,
     TOPIC_TABLE_CAPACITY,
+    EncodedBodies,
     next_version,
     ordered,
 )
@@ -108,8 +117,25 @@ def topic_problem(topic: str) -> str | None:
     return None
 
 
-def _copy(config: TopicConfig) -> TopicConfig:
-    return replace(config)
+def _topic_table_wrapper(
+    table: dict[str, TopicConfig], version: DataVersion, permission: int
+) -> TopicConfigSerializeWrapper:
+    """buildTopicConfigSerializeWrapper / encode(): the table in ConcurrentHashMap order and the version.
+
+    With a brokerPermission that is not read-write, every topic is registered with that permission instead
+    (registerBrokerAll), so clients stop writing to (or reading from) this broker."""
+    table = ordered(table, TOPIC_TABLE_CAPACITY)
+    if not (PermName.is_writeable(permission) and PermName.is_readable(permission)):
+        table = {name: replace(config, perm=permission) for name, config in table.items()}
+    return TopicConfigSerializeWrapper(topic_config_table=table, data_version=version)
+
+
+def _register_body(wrapper: TopicConfigSerializeWrapper) -> bytes:
+    return RegisterBrokerBody(topic_config_serialize_wrapper=wrapper, filter_server_list=[]).encode()
+
+
+def _all_topics_body(wrapper: TopicConfigSerializeWrapper) -> bytes:
+    return wrapper.encode()
 
 
 class TopicConfigManager:
@@ -122,6 +148,8 @@ class TopicConfigManager:
         self.config = config
         self.data_version = DataVersion(counter=0)
         self.table: dict[str, TopicConfig] = {}
+        self._changes = 0
+        self._bodies = EncodedBodies()
         cluster, broker_name = config["brokerClusterName"], config["brokerName"]
         queue_nums = config["defaultTopicQueueNums"]
         self._add_system(SELF_TEST_TOPIC, 1)
@@ -143,6 +171,15 @@ class TopicConfigManager:
             topic_name=topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums, perm=perm
         )
 
+    @property
+    def revision(self) -> tuple[int, int, int]:
+        """Changes whenever the table or its version does (some changes keep the version, as in Java)."""
+        return self._changes, self.data_version.timestamp, self.data_version.counter
+
+    def _changed(self) -> None:
+        self._changes += 1
+        next_version(self.data_version)
+
     def get(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)
 
@@ -154,12 +191,12 @@ class TopicConfigManager:
         """updateTopicConfig (admin create/update): replace, and a new version."""
         self.table.pop(config.topic_name, None)
         self.table[config.topic_name] = config
-        next_version(self.data_version)
+        self._changed()
 
     def delete(self, topic: str) -> bool:
         if self.table.pop(topic, None) is None:
             return False
-        next_version(self.data_version)
+        self._changed()
         return True
 
     def create_in_send(
@@ -172,8 +209,11 @@ class TopicConfigManager:
         default = self.table.get(default_topic)
         if default is None:
             return None
-        if default_topic == AUTO_CREATE_TOPIC and not self.config["autoCreateTopicEnable"]:
-            default.perm = _READ_WRITE
+        reset = default_topic == AUTO_CREATE_TOPIC and not self.config["autoCreateTopicEnable"]
+        if reset and default.perm != _READ_WRITE:
+            # Java sets the perm in place without a new version; replacing the entry keeps its place in the table.
+            default = self.table[default_topic] = replace(default, perm=_READ_WRITE)
+            self._changes += 1
         if not PermName.is_inherited(default.perm):
             return None
         queue_nums = max(min(client_queue_nums, default.write_queue_nums), 0)
@@ -186,7 +226,7 @@ class TopicConfigManager:
             topic_sys_flag=topic_sys_flag,
         )
         self.table[topic] = created
-        next_version(self.data_version)
+        self._changed()
         return created
 
     def create_in_send_back(
@@ -204,21 +244,25 @@ class TopicConfigManager:
             topic_sys_flag=topic_sys_flag,
         )
         self.table[topic] = created
-        next_version(self.data_version)
+        self._changed()
         return created, True
 
-    def wrapper(self) -> TopicConfigSerializeWrapper:
-        """buildTopicConfigSerializeWrapper / encode(): the table in ConcurrentHashMap order and the version.
+    async def register_body(self) -> bytes:
+        """The registerBrokerAll body (RegisterBrokerBody, no filter servers) of the whole table."""
+        return await self._body("register", _register_body)
 
-        With a brokerPermission that is not read-write, every topic is registered with that permission instead
-        (registerBrokerAll), so clients stop writing to (or reading from) this broker."""
-        permission = self.config["brokerPermission"]
-        table = ordered(self.table, TOPIC_TABLE_CAPACITY)
-        if not (PermName.is_writeable(permission) and PermName.is_readable(permission)):
-            table = {name: replace(config, perm=permission) for name, config in table.items()}
-        else:
-            table = {name: _copy(config) for name, config in table.items()}
-        return TopicConfigSerializeWrapper(topic_config_table=table, data_version=replace(self.data_version))
+    async def all_topics_body(self) -> bytes:
+        """The GET_ALL_TOPIC_CONFIG body."""
+        return await self._body("all", _all_topics_body)
+
+    async def _body(self, kind: str, encode: Callable[[TopicConfigSerializeWrapper], bytes]) -> bytes:
+        permission = int(self.config["brokerPermission"])
+
+        def prepare() -> Callable[[], bytes]:
+            table, version = dict(self.table), replace(self.data_version)
+            return lambda: encode(_topic_table_wrapper(table, version, permission))
+
+        return await self._bodies.get((self.revision, permission), kind, prepare)
 
     def replace_all(self, wrapper: TopicConfigSerializeWrapper) -> bool:
         """SlaveSynchronize.syncTopicConfig: take the master's table when its version differs."""
@@ -226,6 +270,7 @@ class TopicConfigManager:
             return False
         self.table = dict(wrapper.topic_config_table)
         self.data_version = replace(wrapper.data_version)
+        self._changes += 1
         return True
 
 
@@ -237,31 +282,52 @@ class SubscriptionGroupManager:
         self.config = config
         self.data_version = DataVersion(counter=0)
         self.table: dict[str, SubscriptionGroupConfig] = {}
+        self._changes = 0
+        self._bodies = EncodedBodies()
         for name in _SYSTEM_GROUPS:
             self.table[name] = SubscriptionGroupConfig(group_name=name)
+
+    @property
+    def revision(self) -> tuple[int, int, int]:
+        """Changes whenever the table or its version does."""
+        return self._changes, self.data_version.timestamp, self.data_version.counter
+
+    def _changed(self) -> None:
+        self._changes += 1
+        next_version(self.data_version)
 
     def find(self, group: str) -> SubscriptionGroupConfig | None:
         """findSubscriptionGroupConfig, creating the group when auto-creation is on or it is a system group."""
         found = self.table.get(group)
         if found is None and (self.config["autoCreateSubscriptionGroup"] or group.startswith(_SYS_GROUP_PREFIX)):
             found = self.table[group] = SubscriptionGroupConfig(group_name=group)
-            next_version(self.data_version)
+            self._changed()
         return found
 
     def update(self, config: SubscriptionGroupConfig) -> None:
         self.table[config.group_name] = config
-        next_version(self.data_version)
+        self._changed()
 
     def delete(self, group: str) -> bool:
         if self.table.pop(group, None) is None:
             return False
-        next_version(self.data_version)
+        self._changed()
         return True
 
-    def wrapper(self) -> SubscriptionGroupWrapper:
-        return SubscriptionGroupWrapper(
-            subscription_group_table=ordered(self.table, GROUP_TABLE_CAPACITY), data_version=replace(self.data_version)
-        )
+    def names(self) -> list[str]:
+        """The group names in the table's ConcurrentHashMap order."""
+        return java_hashmap_order(self.table, initial_capacity=GROUP_TABLE_CAPACITY)
+
+    async def all_groups_body(self) -> bytes:
+        """The GET_ALL_SUBSCRIPTIONGROUP_CONFIG body."""
+
+        def prepare() -> Callable[[], bytes]:
+            table, version = dict(self.table), replace(self.data_version)
+            return lambda: SubscriptionGroupWrapper(
+                subscription_group_table=ordered(table, GROUP_TABLE_CAPACITY), data_version=version
+            ).encode()
+
+        return await self._bodies.get(self.revision, "all", prepare)
 
     def replace_all(self, wrapper: SubscriptionGroupWrapper) -> bool:
         """SlaveSynchronize.syncSubscriptionGroupConfig: take the master's groups when its version differs."""
@@ -269,54 +335,101 @@ class SubscriptionGroupManager:
             return False
         self.table = dict(wrapper.subscription_group_table)
         self.data_version = replace(wrapper.data_version)
+        self._changes += 1
         return True
 
 
 class ConsumerOffsetManager:
-    """Committed offsets by "topic@group" and queue id (clients commit them; slaves copy the master's)."""
+    """Committed offsets by "topic@group" and queue id (clients commit them; slaves copy the master's).
+
+    whichTopicByConsumer and whichGroupByTopic walk the whole table in Java; here the "topic@group" keys (those with
+    exactly one separator, the only ones they match) are also indexed by group and by topic, each index keeping
+    the table's insertion order, so GET_CONSUME_STATS of one group does not scan every group's offsets."""
 
     def __init__(self):
         self.table: dict[str, dict[int, int]] = {}
+        self._changes = 0
+        self._bodies = EncodedBodies()
+        self._by_group: dict[str, dict[str, str]] = {}  # group -> key -> topic, in the table's order
+        self._by_topic: dict[str, dict[str, str]] = {}  # topic -> key -> group, in the table's order
+
+    def _added(self, key: str) -> None:
+        parts = key.split(TOPIC_GROUP_SEPARATOR)
+        if len(parts) == 2:
+            topic, group = parts
+            self._by_group.setdefault(group, {})[key] = topic
+            self._by_topic.setdefault(topic, {})[key] = group
+
+    def _removed(self, key: str) -> None:
+        parts = key.split(TOPIC_GROUP_SEPARATOR)
+        if len(parts) == 2:
+            topic, group = parts
+            for index, name in ((self._by_group, group), (self._by_topic, topic)):
+                keys = index[name]
+                del keys[key]
+                if not keys:
+                    del index[name]
+
+    @property
+    def revision(self) -> int:
+        """Changes whenever the table does (it has no version: commits change it all the time)."""
+        return self._changes
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        self.table.setdefault(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {})[queue_id] = offset
+        key = f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
+        queues = self.table.get(key)
+        if queues is None:
+            queues = self.table[key] = {}
+            self._added(key)
+        queues[queue_id] = offset
+        self._changes += 1
 
     def query(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, -1 when the group never committed one for the queue."""
         return self.table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}).get(queue_id, -1)
 
-    def _split_keys(self) -> list[tuple[str, str]]:
-        pairs = []
-        for key in ordered(self.table, OFFSET_TABLE_CAPACITY):
-            parts = key.split(TOPIC_GROUP_SEPARATOR)
-            if len(parts) == 2:
-                pairs.append((parts[0], parts[1]))
-        return pairs
+    def _in_table_order(self, keys: dict[str, str]) -> list[str]:
+        """The values of some keys of the table, in the order the whole table iterates: the keys are given in
+        insertion order and sorted into the buckets of a map the table's size (see javahash)."""
+        if len(keys) < 2:
+            return list(keys.values())
+        order = java_hashmap_order(keys, initial_capacity=OFFSET_TABLE_CAPACITY, peak_size=len(self.table))
+        return [keys[key] for key in order]
 
     def topics_of_group(self, group: str) -> list[str]:
         """whichTopicByConsumer."""
-        return [topic for topic, owner in self._split_keys() if owner == group]
+        return self._in_table_order(self._by_group.get(group, {}))
 
     def groups_of_topic(self, topic: str) -> list[str]:
         """whichGroupByTopic."""
-        return [group for name, group in self._split_keys() if name == topic]
+        return self._in_table_order(self._by_topic.get(topic, {}))
 
     def remove_group(self, group: str) -> None:
         """removeOffset: forget every topic's offsets of a group (DELETE_SUBSCRIPTIONGROUP with removeOffset)."""
         for key in [key for key in self.table if key.split(TOPIC_GROUP_SEPARATOR)[-1] == group]:
             del self.table[key]
+            self._removed(key)
+            self._changes += 1
 
-    def wrapper(self) -> ConsumerOffsetSerializeWrapper:
+    async def all_offsets_body(self) -> bytes:
         """The GET_ALL_CONSUMER_OFFSET body, in the ConcurrentHashMaps' order."""
-        return ConsumerOffsetSerializeWrapper(
-            offset_table={
-                key: ordered(queues, OFFSET_QUEUE_CAPACITY)
-                for key, queues in ordered(self.table, OFFSET_TABLE_CAPACITY).items()
-            }
-        )
+
+        def prepare() -> Callable[[], bytes]:
+            table = {key: dict(queues) for key, queues in self.table.items()}  # commits change the queues in place
+            return lambda: ConsumerOffsetSerializeWrapper(
+                offset_table={
+                    key: ordered(queues, OFFSET_QUEUE_CAPACITY)
+                    for key, queues in ordered(table, OFFSET_TABLE_CAPACITY).items()
+                }
+            ).encode()
+
+        return await self._bodies.get(self.revision, "all", prepare)
 
     def merge(self, wrapper: ConsumerOffsetSerializeWrapper) -> None:
         """SlaveSynchronize.syncConsumerOffset: putAll of the master's table (whole "topic@group" entries)."""
         for key, queues in wrapper.offset_table.items():
-            self.table.pop(key, None)
+            if self.table.pop(key, None) is not None:
+                self._removed(key)
             self.table[key] = dict(queues)
+            self._added(key)
+        self._changes += 1

@@ -226,6 +226,7 @@ class Broker(RemotingServer):
         credentials = AclCredentials(*next(iter(self.acl.items()))) if self.acl else None
         self._client = RemotingClient(timeout=self.config["registerBrokerTimeoutMills"] / 1000, acl=credentials)
         self._register_lock = asyncio.Lock()
+        self._next_registration = None  # one left by a stop belongs to the old loop
         self._sampler = StatsSampler(self.stats).start()
         await self.register_broker_all()
         loop = asyncio.get_running_loop()
@@ -296,7 +297,9 @@ class Broker(RemotingServer):
                     )
                     body = RegisterBrokerBody(topic_config_serialize_wrapper=wrapper, filter_server_list=[]).encode()
                 await self._register(body)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # the broker is stopping
+            if self._next_registration is pending:
+                self._next_registration = None
             pending.sent.cancel()
             raise
         except Exception as exc:  # handed to everyone waiting for this registration

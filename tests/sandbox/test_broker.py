@@ -5,7 +5,6 @@ Captured requests are replayed to the sandbox broker; answers must carry the cap
 which extFields) and body keys, and, where the sandbox holds the same data as the captured broker, the same body.
 """
 
-import base64
 import json
 import time
 import zlib
@@ -17,13 +16,12 @@ from monitor.remoting import fastjson
 from monitor.remoting.admin import MQAdmin
 from monitor.remoting.client import RemotingClient
 from monitor.remoting.codes import RequestCode, ResponseCode
-from monitor.remoting.command import RemotingCommand, decode_frame, encode_frame, next_opaque
+from monitor.remoting.command import RemotingCommand, encode_frame
 from monitor.remoting.errors import RemotingError
 from monitor.remoting.sync import run_sync
 from monitor.sandbox.broker import Broker, core
-from monitor.sandbox.namesrv import NameServer
 from monitor.sandbox.server import RemotingServer
-from tests.fixtures import FIXTURES_DIR
+from tests.fixtures import captured_request, captured_response
 
 CAPTURED_SYSTEM_TOPICS = {
     "SCHEDULE_TOPIC_XXXX",
@@ -37,20 +35,6 @@ CAPTURED_SYSTEM_TOPICS = {
     "BenchmarkTest",
     "OFFSET_MOVED_EVENT",
 }
-
-
-def captured(name: str) -> dict:
-    return json.loads((FIXTURES_DIR / f"{name}.json").read_text())
-
-
-def captured_request(name: str) -> RemotingCommand:
-    cmd = decode_frame(base64.b64decode(captured(name)["request"]["frame_b64"]))
-    cmd.opaque = next_opaque()
-    return cmd
-
-
-def captured_response(name: str) -> RemotingCommand:
-    return decode_frame(base64.b64decode(captured(name)["response"]["frame_b64"]))
 
 
 def header_shape(cmd: RemotingCommand) -> dict:
@@ -83,13 +67,6 @@ class Peer:
 
     def close(self) -> None:
         run_sync(self.client.close())
-
-
-@pytest.fixture
-def ns():
-    server = NameServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ the same port with their data; with ACL on, unsigned or badly signed requests ge
 """
 
 import base64
-import json
 import time
 
 import pytest
@@ -21,11 +20,7 @@ from monitor.remoting.errors import RemotingConnectError, RemotingError
 from monitor.remoting.sync import run_sync
 from monitor.sandbox.broker._common import InnerMessage
 from monitor.sandbox.cluster import SandboxCluster
-from tests.fixtures import FIXTURES_DIR
-
-
-def captured(name: str) -> dict:
-    return json.loads((FIXTURES_DIR / f"{name}.json").read_text())
+from tests.fixtures import captured
 
 
 def call(addr: str, cmd: RemotingCommand, client: RemotingClient | None = None) -> RemotingCommand:

@@ -3,7 +3,6 @@ consume progress, connections, running info relayed to a client, offset resets p
 messages, queries by key and id, and a master sending a lagging consumer to its slave (seed-003).
 """
 
-import base64
 import json
 
 import pytest
@@ -19,9 +18,8 @@ from monitor.remoting.message import decode_messages
 from monitor.remoting.sync import run_sync
 from monitor.sandbox.cluster import SandboxCluster
 from monitor.sandbox.stats import GROUP_GET_NUMS
+from tests.fixtures import captured_request, captured_response
 from tests.sandbox.test_broker_messaging import (
-    captured,
-    captured_request,
     client_process,
     finish,
     h_topic,
@@ -34,10 +32,6 @@ from tests.sandbox.test_broker_messaging import (
 
 JAVA_CLIENT_ID = "127.0.0.1@28238#7787385373909"
 CPP_CLIENT_ID = "28364-127.0.0.1@DEFAULT"
-
-
-def captured_response(name: str) -> RemotingCommand:
-    return decode_frame(base64.b64decode(captured(name)["response"]["frame_b64"]))
 
 
 def same_frame(ours: RemotingCommand, real: RemotingCommand) -> bool:

@@ -22,13 +22,13 @@ from monitor.remoting.admin import MQAdmin
 from monitor.remoting.body import SubscriptionGroupConfig, TopicConfig
 from monitor.remoting.client import RemotingClient
 from monitor.remoting.codes import RequestCode, ResponseCode
-from monitor.remoting.command import RemotingCommand, decode_frame, encode_frame, next_opaque
+from monitor.remoting.command import RemotingCommand, decode_frame, encode_frame
 from monitor.remoting.message import decode_messages
 from monitor.remoting.sync import background_loop, run_sync
 from monitor.sandbox.broker._common import InnerMessage
 from monitor.sandbox.cluster import SandboxCluster
 from monitor.sandbox.stats import GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS, TOPIC_PUT_NUMS
-from tests.fixtures import FIXTURES_DIR
+from tests.fixtures import captured, captured_frame, captured_request
 
 CLIENT = r"""
 import json, sys, threading, time
@@ -381,20 +381,6 @@ def h_topic(name: str, queues: int) -> TopicConfig:
 
 
 # --- captured frames -----------------------------------------------------------------------------------------------
-
-
-def captured(name: str) -> dict:
-    return json.loads((FIXTURES_DIR / f"{name}.json").read_text())
-
-
-def captured_request(name: str) -> RemotingCommand:
-    cmd = decode_frame(base64.b64decode(captured(name)["request"]["frame_b64"]))
-    cmd.opaque = next_opaque()
-    return cmd
-
-
-def captured_frame(name: str) -> bytes:
-    return base64.b64decode(captured(name)["response"]["frame_b64"])
 
 
 class Peer:

@@ -27,14 +27,10 @@ from monitor.remoting.errors import RemotingError, RemotingTimeoutError
 from monitor.remoting.javahash import java_hashmap_order
 from monitor.remoting.sync import run_sync
 from monitor.sandbox.namesrv import NameServer
-from tests.fixtures import FIXTURES_DIR
+from tests.fixtures import captured
 
 MASTER = "127.0.0.1:10911"
 SLAVE = "127.0.0.1:11911"
-
-
-def captured(name: str) -> dict:
-    return json.loads((FIXTURES_DIR / f"{name}.json").read_text())
 
 
 def captured_body(name: str):
@@ -71,13 +67,6 @@ class Peer:
 
     def close(self) -> None:
         run_sync(self.client.close())
-
-
-@pytest.fixture
-def ns():
-    server = NameServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ is a hand-computable figure. The capture scenario replays traffic that reproduce
 VIEW_BROKER_STATS_DATA bodies byte for byte, ~11 minutes after start as in the captures.
 """
 
-import json
 import sys
 import threading
 import time
@@ -30,14 +29,10 @@ from monitor.sandbox.stats import (
     StatsSnapshot,
     build_stats_key,
 )
-from tests.fixtures import FIXTURES_DIR
+from tests.fixtures import captured
 
 START_MS = 1_780_000_000_000
 TOPIC, GROUP, CLUSTER = "TopicTest", "cg_test", "DefaultCluster"
-
-
-def capture(name: str) -> dict:
-    return json.loads((FIXTURES_DIR / f"{name}.json").read_text())
 
 
 class Timeline:
@@ -110,7 +105,7 @@ def test_a_fresh_key_with_no_samples_answers_all_zeros():
     data = stats.view_stats_data(TOPIC_PUT_NUMS, TOPIC)
 
     assert data == BrokerStatsData(BrokerStatsItem(), BrokerStatsItem(), BrokerStatsItem())
-    assert data.encode() == capture("VIEW_BROKER_STATS_DATA_TOPIC_PUT_NUMS_all_zero")["response"]["body_text"].encode()
+    assert data.encode() == captured("VIEW_BROKER_STATS_DATA_TOPIC_PUT_NUMS_all_zero")["response"]["body_text"].encode()
 
 
 def test_the_first_sampling_counts_everything_since_the_key_appeared_against_a_made_up_zero_one_period_back():
@@ -209,7 +204,7 @@ def test_two_samplings_at_the_same_instant_give_java_infinity_written_as_null():
     ],
 )
 def test_replayed_traffic_reproduces_the_captured_stats_body_byte_for_byte(captured_broker, name):
-    exchange = capture(name)
+    exchange = captured(name)
     fields = exchange["request"]["header"]["extFields"]
 
     data = captured_broker.view_stats_data(fields["statsName"], fields["statsKey"])
@@ -225,14 +220,14 @@ def test_a_burst_older_than_a_minute_before_the_first_ten_minute_sampling_reprod
 
     body = stats.view_stats_data(TOPIC_PUT_NUMS, TOPIC).encode()
 
-    assert body == capture("VIEW_BROKER_STATS_DATA_TOPIC_PUT_NUMS_all_zero")["response"]["body_text"].encode()
+    assert body == captured("VIEW_BROKER_STATS_DATA_TOPIC_PUT_NUMS_all_zero")["response"]["body_text"].encode()
 
 
 @pytest.mark.parametrize(
     "name", ["VIEW_BROKER_STATS_DATA_stats_not_exist", "VIEW_BROKER_STATS_DATA_group_key_wrong_order"]
 )
 def test_unknown_keys_and_group_first_keys_raise_the_brokers_exact_remark(captured_broker, name):
-    exchange = capture(name)
+    exchange = captured(name)
     fields = exchange["request"]["header"]["extFields"]
 
     with pytest.raises(StatsNotFound) as raised:

@@ -8,7 +8,6 @@ says which rule it pins.
 
 import base64
 import itertools
-import json
 import struct
 import threading
 
@@ -34,17 +33,13 @@ from monitor.sandbox.store import (
     java_properties_string,
     stored_properties,
 )
-from tests.fixtures import FIXTURES_DIR
+from tests.fixtures import captured
 
 MASTER = "127.0.0.1:10911"
 SLAVE = "127.0.0.1:11911"
 BORN = "127.0.0.1:50000"
 CLUSTER = "DefaultCluster"
 S = GetMessageStatus
-
-
-def load(name: str) -> dict:
-    return json.loads((FIXTURES_DIR / f"{name}.json").read_text())
 
 
 def request_body(exchange: dict) -> bytes:
@@ -91,7 +86,7 @@ def small_store(**kwargs) -> MessageStore:
 
 
 def test_the_first_captured_message_is_stored_byte_for_byte_as_the_real_broker_served_it():
-    send, pulled = load("SEND_MESSAGE_cpp_client"), load("PULL_MESSAGE_mqadmin_queryMsgByOffset")
+    send, pulled = captured("SEND_MESSAGE_cpp_client"), captured("PULL_MESSAGE_mqadmin_queryMsgByOffset")
     header = send["request"]["header"]["extFields"]
     expected = base64.b64decode(pulled["response"]["body_b64"])
     (record,) = decode_messages(expected)
@@ -113,10 +108,10 @@ def test_the_first_captured_message_is_stored_byte_for_byte_as_the_real_broker_s
     [("SEND_MESSAGE_V2", "VIEW_MESSAGE_BY_ID"), ("SEND_MESSAGE_V2_compressed_body", "PULL_MESSAGE_compressed_body")],
 )
 def test_java_messages_are_stored_like_the_real_broker_up_to_their_offsets(send_name, served_name):
-    send = load(send_name)
+    send = captured(send_name)
     header = send["request"]["header"]["extFields"]
     uniq = decode_properties(header["i"])["UNIQ_KEY"]
-    served = base64.b64decode(load(served_name)["response"]["body_b64"])
+    served = base64.b64decode(captured(served_name)["response"]["body_b64"])
     position = 0
     for message in decode_messages(served, decompress=False):
         if message.uniq_key == uniq:

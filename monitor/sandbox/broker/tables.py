@@ -266,12 +266,18 @@ class TopicConfigManager:
 
     def replace_all(self, wrapper: TopicConfigSerializeWrapper) -> bool:
         """SlaveSynchronize.syncTopicConfig: take the master's table when its version differs."""
-        if wrapper.data_version == self.data_version:
-            return False
-        self.table = dict(wrapper.topic_config_table)
-        self.data_version = replace(wrapper.data_version)
-        self._changes += 1
-        return True
+        return _take_master_table(self, wrapper.topic_config_table, wrapper.data_version)
+
+
+def _take_master_table(manager, table: dict, version: DataVersion) -> bool:
+    """A slave's copy of one of its master's tables: replaced when the master's DataVersion differs (whatever
+    changed there), left alone otherwise; says whether it was replaced."""
+    if version == manager.data_version:
+        return False
+    manager.table = dict(table)
+    manager.data_version = replace(version)
+    manager._changes += 1
+    return True
 
 
 class SubscriptionGroupManager:
@@ -331,12 +337,7 @@ class SubscriptionGroupManager:
 
     def replace_all(self, wrapper: SubscriptionGroupWrapper) -> bool:
         """SlaveSynchronize.syncSubscriptionGroupConfig: take the master's groups when its version differs."""
-        if wrapper.data_version == self.data_version:
-            return False
-        self.table = dict(wrapper.subscription_group_table)
-        self.data_version = replace(wrapper.data_version)
-        self._changes += 1
-        return True
+        return _take_master_table(self, wrapper.subscription_group_table, wrapper.data_version)
 
 
 class ConsumerOffsetManager:

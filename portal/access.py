@@ -1,0 +1,106 @@
+"""The one place that decides who may see or change what. Views, API viewsets, forms and templates all ask here.
+
+Actors: anonymous; an *outsider* (logged in, not in the owning team); a team *member*; a *team admin*; a *portal
+admin* (``user.is_staff``). Rules:
+
+- Public topic information (the topic list and a topic's page) is visible to everyone, anonymous included.
+  Groups, applications of one's teams, clusters and brokers need a login. The audit log, the approval queue and
+  cluster management are for portal admins only.
+- Only the owning team changes its own topics and groups (through applications); members may apply for creations,
+  changes and associations, deletions need a team admin. Portal admins may do everything and decide applications;
+  a team admin of a topic's owning team may also decide associations with that topic.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+
+def is_portal_admin(user) -> bool:
+    return bool(user and user.is_authenticated and user.is_active and user.is_staff)
+
+
+def team_ids(user, *, admin_only: bool = False) -> frozenset[int]:
+    """Ids of the teams the user belongs to (or administers), cached on the user object for the request."""
+    if not (user and user.is_authenticated and user.is_active):
+        return frozenset()
+    cache_attr = "_portal_admin_team_ids" if admin_only else "_portal_team_ids"
+    cached = getattr(user, cache_attr, None)
+    if cached is None:
+        from portal.models import TeamRole
+
+        memberships = user.memberships.all()
+        if admin_only:
+            memberships = memberships.filter(role=TeamRole.ADMIN)
+        cached = frozenset(memberships.values_list("team_id", flat=True))
+        setattr(user, cache_attr, cached)
+    return cached
+
+
+class RegistryQuerySet(models.QuerySet):
+    """Shared by topics, consumer groups and producer groups."""
+
+    def visible_to(self, user) -> RegistryQuerySet:
+        if self.model._meta.model_name == "topic" or (user and user.is_authenticated and user.is_active):
+            return self
+        return self.none()
+
+    def editable_by(self, user) -> RegistryQuerySet:
+        if is_portal_admin(user):
+            return self
+        return self.filter(team_id__in=team_ids(user))
+
+    def owned_by(self, user) -> RegistryQuerySet:
+        """What the user's teams own (the dashboard's "my topics"), whatever the user's admin powers."""
+        return self.filter(team_id__in=team_ids(user))
+
+
+class ApplicationQuerySet(models.QuerySet):
+    def visible_to(self, user) -> ApplicationQuerySet:
+        if is_portal_admin(user):
+            return self
+        if not (user and user.is_authenticated and user.is_active):
+            return self.none()
+        return self.filter(Q(applicant=user) | Q(team_id__in=team_ids(user)))
+
+    def decidable_by(self, user) -> ApplicationQuerySet:
+        from portal.models import ApplicationKind, ApplicationState
+
+        pending = self.filter(state=ApplicationState.PENDING)
+        if is_portal_admin(user):
+            return pending
+        return pending.filter(
+            kind=ApplicationKind.TOPIC_ASSOCIATION, topic__team_id__in=team_ids(user, admin_only=True)
+        )
+
+
+def can_apply_for(user, team) -> bool:
+    """Submit creations, changes and associations on behalf of ``team``."""
+    return is_portal_admin(user) or (team is not None and team.pk in team_ids(user))
+
+
+def can_apply_deletion_for(user, team) -> bool:
+    return is_portal_admin(user) or (team is not None and team.pk in team_ids(user, admin_only=True))
+
+
+def can_change(user, entry) -> bool:
+    """Edit a registry entry's portal-only fields (description) and apply for its change or deletion."""
+    return is_portal_admin(user) or (entry.team_id is not None and entry.team_id in team_ids(user))
+
+
+def can_decide(user, application) -> bool:
+    return application.is_pending and type(application).objects.decidable_by(user).filter(pk=application.pk).exists()
+
+
+def can_cancel(user, application) -> bool:
+    return application.is_pending and (application.applicant_id == user.pk or is_portal_admin(user))
+
+
+def can_manage_team(user, team) -> bool:
+    return is_portal_admin(user) or team.pk in team_ids(user, admin_only=True)
+
+
+def can_administer(user) -> bool:
+    """Clusters, adoption of unowned entries, the approval queue and the audit log."""
+    return is_portal_admin(user)

@@ -1,0 +1,106 @@
+"""Applications: the only way a business team changes what exists on a cluster.
+
+An application is PENDING until a portal admin approves or rejects it (or the applicant cancels it). Approval acts
+on the cluster through the wire client and records the result in one transaction; if the cluster call fails the
+application stays PENDING with ``last_error`` set, and approving again is safe. The service in
+``portal.services.applications`` is the only code that changes ``state``.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from portal.access import ApplicationQuerySet
+from portal.models.cluster import Cluster
+from portal.models.people import Team
+from portal.models.registry import ConsumerGroup, ProducerGroup, Topic
+
+
+class ApplicationKind(models.TextChoices):
+    TOPIC_CREATE = "topic_create", _("new topic")
+    TOPIC_CHANGE = "topic_change", _("topic change")
+    TOPIC_DELETE = "topic_delete", _("topic deletion")
+    CONSUMER_GROUP_CREATE = "consumer_group_create", _("new consumer group")
+    CONSUMER_GROUP_DELETE = "consumer_group_delete", _("consumer group deletion")
+    PRODUCER_GROUP_CREATE = "producer_group_create", _("new producer group")
+    PRODUCER_GROUP_DELETE = "producer_group_delete", _("producer group deletion")
+    TOPIC_ASSOCIATION = "topic_association", _("association with a topic")
+
+
+class ApplicationState(models.TextChoices):
+    PENDING = "pending", _("pending")
+    APPROVED = "approved", _("approved")
+    REJECTED = "rejected", _("rejected")
+    CANCELLED = "cancelled", _("cancelled")
+
+
+class Application(models.Model):
+    """``payload`` holds what was asked for, per kind (validated by the service when submitted):
+
+    - topic_create: ``{"name", "queue_nums", "ordered", "trace_enabled", "description"}``
+    - topic_change: ``{"queue_nums", "trace_enabled"}`` (only the keys being changed)
+    - consumer_group_create: ``{"name", "message_model", "description",
+      "subscriptions": [{"topic_id", "tag_expression"}]}``
+    - producer_group_create: ``{"name", "description", "topic_ids": [...]}``
+    - topic_association: ``{"role": "producer" | "consumer"}``
+    - *_delete: ``{}``
+
+    The target of a change, deletion or association is the ``topic`` / ``consumer_group`` / ``producer_group``
+    foreign key; a creation fills it in when approved.
+    """
+
+    kind = models.CharField(_("kind"), max_length=32, choices=ApplicationKind.choices)
+    state = models.CharField(
+        _("state"), max_length=16, choices=ApplicationState.choices, default=ApplicationState.PENDING
+    )
+    applicant = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="applications", verbose_name=_("applicant")
+    )
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="applications", verbose_name=_("team"))
+    cluster = models.ForeignKey(
+        Cluster, on_delete=models.PROTECT, related_name="applications", verbose_name=_("cluster")
+    )
+    payload = models.JSONField(_("request"), default=dict, blank=True)
+    reason = models.TextField(_("reason"), blank=True, help_text=_("Why the applicant needs this."))
+    topic = models.ForeignKey(Topic, on_delete=models.SET_NULL, null=True, blank=True, related_name="applications")
+    consumer_group = models.ForeignKey(
+        ConsumerGroup, on_delete=models.SET_NULL, null=True, blank=True, related_name="applications"
+    )
+    producer_group = models.ForeignKey(
+        ProducerGroup, on_delete=models.SET_NULL, null=True, blank=True, related_name="applications"
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="decided_applications",
+        verbose_name=_("decided by"),
+    )
+    decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
+    decision_reason = models.TextField(_("decision reason"), blank=True)
+    last_error = models.TextField(_("last error"), blank=True)
+    attempts = models.PositiveIntegerField(_("approval attempts"), default=0)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+
+    objects = ApplicationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["state", "created_at"])]
+        verbose_name = _("application")
+        verbose_name_plural = _("applications")
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.get_kind_display()} ({self.get_state_display()})"
+
+    @property
+    def subject_name(self) -> str:
+        """The name the application is about: the new name for a creation, the target's name otherwise."""
+        target = self.topic or self.consumer_group or self.producer_group
+        return target.name if target else str(self.payload.get("name", ""))
+
+    @property
+    def is_pending(self) -> bool:
+        return self.state == ApplicationState.PENDING

@@ -1,0 +1,88 @@
+"""A registered RocketMQ cluster: the name servers the portal talks to, and the brokers it discovered there."""
+
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from portal.crypto import EncryptedTextField
+from portal.validation import TRACE_TOPIC
+
+
+class Cluster(models.Model):
+    """One RocketMQ deployment reached through its name servers. ``name`` is the portal's name for it; the
+    RocketMQ cluster name(s) its brokers report are kept on each Broker."""
+
+    name = models.CharField(_("name"), max_length=64, unique=True)
+    description = models.TextField(_("description"), blank=True)
+    acl_access_key = models.CharField(_("ACL access key"), max_length=128, blank=True)
+    acl_secret_key = EncryptedTextField(_("ACL secret key"), blank=True)
+    trace_topic = models.CharField(_("trace topic"), max_length=127, default=TRACE_TOPIC)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    last_synced_at = models.DateTimeField(_("last synced at"), null=True, blank=True)
+    last_sync_error = models.TextField(_("last sync error"), blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = _("cluster")
+        verbose_name_plural = _("clusters")
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def acl_enabled(self) -> bool:
+        return bool(self.acl_access_key)
+
+    @property
+    def namesrv_addr(self) -> str:
+        """The name-server list the way RocketMQ clients take it: ``host:port;host:port``."""
+        return ";".join(ns.address for ns in self.name_servers.all())
+
+
+class NameServer(models.Model):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="name_servers")
+    address = models.CharField(_("address"), max_length=255, help_text=_("host:port"))
+
+    class Meta:
+        ordering = ["address"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "address"], name="nameserver_unique_address")]
+        verbose_name = _("name server")
+        verbose_name_plural = _("name servers")
+
+    def __str__(self) -> str:
+        return self.address
+
+
+class BrokerRole(models.TextChoices):
+    ASYNC_MASTER = "ASYNC_MASTER", _("async master")
+    SYNC_MASTER = "SYNC_MASTER", _("sync master")
+    SLAVE = "SLAVE", _("slave")
+
+
+class Broker(models.Model):
+    """A broker as the name server reports it (discovered, never typed by hand). Broker id 0 is the master of its
+    broker name; the role and version come from the broker's own runtime info."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="brokers")
+    cluster_name = models.CharField(_("RocketMQ cluster name"), max_length=255)
+    broker_name = models.CharField(_("broker name"), max_length=255)
+    broker_id = models.PositiveIntegerField(_("broker id"))
+    address = models.CharField(_("address"), max_length=255)
+    role = models.CharField(_("role"), max_length=16, choices=BrokerRole.choices, blank=True)
+    version = models.CharField(_("version"), max_length=64, blank=True)
+    present = models.BooleanField(_("present in the cluster"), default=True)
+    last_seen_at = models.DateTimeField(_("last seen at"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["broker_name", "broker_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "broker_name", "broker_id"], name="broker_unique_name_id")
+        ]
+        verbose_name = _("broker")
+        verbose_name_plural = _("brokers")
+
+    def __str__(self) -> str:
+        return f"{self.broker_name}[{self.broker_id}] {self.address}"
+
+    @property
+    def is_master(self) -> bool:
+        return self.broker_id == 0

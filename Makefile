@@ -5,8 +5,9 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements.stamp
-# Debian packages the suite and the demo use (installed only when missing).
-DEBIAN_PACKAGES :=
+# Debian packages the suite and the demo use (installed only when missing): Redis for Celery, PostgreSQL for the
+# suite's second run (tests/pg.py starts a throwaway server; the package also creates the `postgres` user).
+DEBIAN_PACKAGES := redis-server postgresql
 ONLY ?=
 
 .PHONY: venv sysdeps test lint format bench demo clean
@@ -30,6 +31,7 @@ test: venv sysdeps
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest
+	$(PY) -m tests.pg -- tests/portal --ignore=tests/portal/test_demo.py
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -43,8 +45,7 @@ bench: venv sysdeps
 	$(PY) -m tests.bench $(ONLY)
 
 demo: venv sysdeps
-	$(PY) manage.py migrate --noinput
-	$(PY) manage.py runserver 127.0.0.1:8000
+	$(PY) manage.py demo
 
 clean:
 	rm -rf $(VENV) var staticfiles

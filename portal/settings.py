@@ -5,6 +5,7 @@ from pathlib import Path
 
 import dj_database_url
 
+from portal.beat import beat_schedule
 from portal.env import env_bool, env_int, env_list, env_str, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -16,7 +17,6 @@ DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -41,6 +41,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "portal.web.middleware.UserPreferencesMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -57,6 +58,9 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.i18n",
+                "django.template.context_processors.tz",
+                "portal.web.context.portal",
             ],
         },
     },
@@ -96,6 +100,7 @@ CELERY_TIMEZONE = "UTC"
 TOPIC_MAX_QUEUE_NUMS = env_int("TOPIC_MAX_QUEUE_NUMS", 256)
 # How often the brownfield sync compares each cluster with the registry.
 REGISTRY_SYNC_INTERVAL_SECONDS = env_int("REGISTRY_SYNC_INTERVAL_SECONDS", 300)
+CELERY_BEAT_SCHEDULE = beat_schedule(registry_sync_seconds=REGISTRY_SYNC_INTERVAL_SECONDS)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"

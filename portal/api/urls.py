@@ -1,1 +1,34 @@
-urlpatterns = []
+"""The REST API (``/api/v1/``, namespace ``api``), the token endpoint, and the OpenAPI schema with its interactive
+docs, served from drf-spectacular-sidecar's static files (no CDN)."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import SimpleRouter
+
+from portal.api.views.applications import ApplicationViewSet
+from portal.api.views.audit import AuditEntryViewSet
+from portal.api.views.clusters import BrokerViewSet, ClusterViewSet
+from portal.api.views.people import NotificationViewSet, TeamViewSet
+from portal.api.views.registry import ConsumerGroupViewSet, ProducerGroupViewSet, TopicViewSet
+
+app_name = "api"
+
+router = SimpleRouter()
+router.register("clusters", ClusterViewSet, basename="cluster")
+router.register("brokers", BrokerViewSet, basename="broker")
+router.register("topics", TopicViewSet, basename="topic")
+router.register("consumer-groups", ConsumerGroupViewSet, basename="consumer-group")
+router.register("producer-groups", ProducerGroupViewSet, basename="producer-group")
+router.register("teams", TeamViewSet, basename="team")
+router.register("applications", ApplicationViewSet, basename="application")
+router.register("audit-log", AuditEntryViewSet, basename="audit-entry")
+router.register("notifications", NotificationViewSet, basename="notification")
+
+urlpatterns = [
+    path("v1/", include(router.urls)),
+    path("v1/auth/token/", obtain_auth_token, name="token"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema", template_name="api/redoc.html"), name="redoc"),
+]

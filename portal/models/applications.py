@@ -6,14 +6,22 @@ application stays PENDING with ``last_error`` set, and approving again is safe. 
 ``portal.services.applications`` is the only code that changes ``state``.
 """
 
+import datetime
+
 from django.conf import settings
 from django.db import models
+from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from portal.access import ApplicationQuerySet
 from portal.models.cluster import Cluster
 from portal.models.people import Team
 from portal.models.registry import ConsumerGroup, ProducerGroup, Topic
+
+# How long an approval may hold its claim before another may take over (far above the few request timeouts an
+# approval's cluster calls take).
+CLAIM_TIMEOUT = datetime.timedelta(minutes=5)
 
 
 class ApplicationKind(models.TextChoices):
@@ -35,18 +43,26 @@ class ApplicationState(models.TextChoices):
 
 
 class Application(models.Model):
-    """``payload`` holds what was asked for, per kind (validated by the service when submitted):
+    """``payload`` holds what was asked for, per kind (validated and normalized by the service when submitted):
 
     - topic_create: ``{"name", "queue_nums", "ordered", "trace_enabled", "description"}``
-    - topic_change: ``{"queue_nums", "trace_enabled"}`` (only the keys being changed)
+    - topic_change: ``{"name", "queue_nums", "trace_enabled"}`` (the changed keys only, besides the name)
     - consumer_group_create: ``{"name", "message_model", "description",
       "subscriptions": [{"topic_id", "tag_expression"}]}``
     - producer_group_create: ``{"name", "description", "topic_ids": [...]}``
-    - topic_association: ``{"role": "producer" | "consumer"}``
-    - *_delete: ``{}``
+    - topic_association: ``{"name", "role": "producer" | "consumer"}``
+    - *_delete: ``{"name"}``
 
     The target of a change, deletion or association is the ``topic`` / ``consumer_group`` / ``producer_group``
-    foreign key; a creation fills it in when approved.
+    foreign key; a creation fills it in when approved. ``"name"`` is the target's name, so an application still names
+    it after the target is deleted (the foreign key is then empty).
+
+    ``claim_token``/``claimed_at`` mark an approval in progress: approving claims the row with a conditional
+    ``UPDATE ... WHERE state = pending AND not claimed`` before it acts on the cluster, so a second approval (or a
+    rejection, or a cancellation) of the same application finds it claimed and does nothing. The claim is a committed
+    row state rather than a held row lock, because the cluster call must not run inside a database transaction, and it
+    works the same on SQLite (which has no ``SELECT ... FOR UPDATE``) and PostgreSQL. A claim older than
+    ``CLAIM_TIMEOUT`` is considered abandoned (the approving process died) and may be taken over.
     """
 
     kind = models.CharField(_("kind"), max_length=32, choices=ApplicationKind.choices)
@@ -81,6 +97,8 @@ class Application(models.Model):
     decision_reason = models.TextField(_("decision reason"), blank=True)
     last_error = models.TextField(_("last error"), blank=True)
     attempts = models.PositiveIntegerField(_("approval attempts"), default=0)
+    claim_token = models.CharField(_("approval in progress"), max_length=32, blank=True, editable=False)
+    claimed_at = models.DateTimeField(_("approval started at"), null=True, blank=True, editable=False)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
@@ -95,6 +113,9 @@ class Application(models.Model):
     def __str__(self) -> str:
         return f"#{self.pk} {self.get_kind_display()} ({self.get_state_display()})"
 
+    def get_absolute_url(self) -> str:
+        return reverse("application-detail", args=[self.pk])
+
     @property
     def subject_name(self) -> str:
         """The name the application is about: the new name for a creation, the target's name otherwise."""
@@ -104,3 +125,8 @@ class Application(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.state == ApplicationState.PENDING
+
+    @property
+    def is_processing(self) -> bool:
+        """An approval is acting on the cluster right now (see the class docstring)."""
+        return bool(self.claim_token) and timezone.now() < self.claimed_at + CLAIM_TIMEOUT

@@ -19,6 +19,10 @@ class Cluster(models.Model):
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     last_synced_at = models.DateTimeField(_("last synced at"), null=True, blank=True)
     last_sync_error = models.TextField(_("last sync error"), blank=True)
+    # The registry sync's lease: set while a sync of this cluster runs, so a second one (another worker, a click on
+    # "sync now") backs off instead of importing the same names twice; a lease older than the sync's maximum run
+    # time belongs to a sync that died and may be taken over.
+    sync_started_at = models.DateTimeField(_("sync started at"), null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["name"]

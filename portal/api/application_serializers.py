@@ -1,0 +1,69 @@
+"""Serializers of applications. The input serializer checks only types and that the ids exist and are visible;
+``portal.services.applications.submit`` validates the payload per kind and decides whether the user may apply."""
+
+from rest_framework import serializers
+
+from portal.api.serializers import VisiblePrimaryKeyRelatedField
+from portal.models import Application, ApplicationKind, Cluster, ConsumerGroup, ProducerGroup, Team, Topic
+
+
+class ApplicationSerializer(serializers.ModelSerializer):
+    applicant = serializers.CharField(source="applicant.username", read_only=True)
+    team_name = serializers.CharField(source="team.name", read_only=True)
+    cluster_name = serializers.CharField(source="cluster.name", read_only=True)
+    decided_by = serializers.CharField(source="decided_by.username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Application
+        fields = [
+            "id",
+            "kind",
+            "state",
+            "subject_name",
+            "applicant",
+            "team",
+            "team_name",
+            "cluster",
+            "cluster_name",
+            "payload",
+            "reason",
+            "topic",
+            "consumer_group",
+            "producer_group",
+            "decided_by",
+            "decided_at",
+            "decision_reason",
+            "last_error",
+            "attempts",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class ApplicationSubmissionSerializer(serializers.Serializer):
+    """What ``submit`` takes. ``payload`` depends on ``kind`` (see the Application model); its field errors come
+    back nested under ``payload``."""
+
+    kind = serializers.ChoiceField(choices=ApplicationKind.choices)
+    team = serializers.PrimaryKeyRelatedField(queryset=Team.objects.all())
+    cluster = serializers.PrimaryKeyRelatedField(
+        queryset=Cluster.objects.all(),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Defaults to the target's",
+    )
+    payload = serializers.DictField(required=False, default=dict)
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+    topic = VisiblePrimaryKeyRelatedField(queryset=Topic.objects.all(), required=False, allow_null=True, default=None)
+    consumer_group = VisiblePrimaryKeyRelatedField(
+        queryset=ConsumerGroup.objects.all(), required=False, allow_null=True, default=None
+    )
+    producer_group = VisiblePrimaryKeyRelatedField(
+        queryset=ProducerGroup.objects.all(), required=False, allow_null=True, default=None
+    )
+
+
+class DecisionSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="")

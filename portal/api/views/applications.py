@@ -1,0 +1,74 @@
+"""Applications: submitted, approved, rejected and cancelled through ``portal.services.applications``, which decides
+who may do what and validates the payload. Each user sees the applications ``visible_to`` them."""
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
+
+from portal.api.application_serializers import (
+    ApplicationSerializer,
+    ApplicationSubmissionSerializer,
+    DecisionSerializer,
+)
+from portal.api.errors import field_errors
+from portal.api.filters import ApplicationFilterSet
+from portal.api.views.base import ServiceViewSet
+from portal.models import Application
+from portal.services import applications
+
+DECISION_RESPONSES = {
+    200: ApplicationSerializer,
+    409: OpenApiResponse(description="The application is no longer pending."),
+}
+
+
+class ApplicationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ServiceViewSet):
+    queryset = Application.objects.select_related(
+        "applicant", "team", "cluster", "decided_by", "topic", "consumer_group", "producer_group"
+    )
+    serializer_class = ApplicationSerializer
+    permission_classes = [IsAuthenticated]
+    filterset_class = ApplicationFilterSet
+    ordering_fields = ["created_at", "updated_at", "state", "kind"]
+
+    def get_queryset(self):
+        return super().get_queryset().visible_to(self.request.user)
+
+    def validation_error_body(self, error):
+        """Errors of the submission's own fields stay at the top; the payload's fields nest under ``payload``."""
+        return field_errors(error, nest_under="payload", top_level=frozenset(ApplicationSubmissionSerializer().fields))
+
+    @extend_schema(request=ApplicationSubmissionSerializer, responses={201: ApplicationSerializer})
+    def create(self, request):
+        """Apply for a creation, change, deletion or association (``kind``), on behalf of one of your teams."""
+        submitted = applications.submit(request.user, **self.validated(ApplicationSubmissionSerializer))
+        return self.rendered(submitted, status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=DecisionSerializer,
+        responses={
+            **DECISION_RESPONSES,
+            502: OpenApiResponse(description="The cluster call failed; the application stays pending (retry safe)."),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def approve(self, request, pk=None):
+        """Approve and carry out the application on the cluster."""
+        application = self.get_object()
+        reason = self.validated(DecisionSerializer)["reason"]
+        return self.rendered(applications.approve(application, by=request.user, reason=reason))
+
+    @extend_schema(request=DecisionSerializer, responses=DECISION_RESPONSES)
+    @action(detail=True, methods=["post"])
+    def reject(self, request, pk=None):
+        """Reject the application; a reason is required."""
+        application = self.get_object()
+        reason = self.validated(DecisionSerializer)["reason"]
+        return self.rendered(applications.reject(application, by=request.user, reason=reason))
+
+    @extend_schema(request=None, responses=DECISION_RESPONSES)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Withdraw a pending application (the applicant or a portal admin)."""
+        return self.rendered(applications.cancel(self.get_object(), by=request.user))

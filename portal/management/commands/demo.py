@@ -1,0 +1,230 @@
+"""``python manage.py demo`` (``make demo``): the whole product on 127.0.0.1, until Ctrl-C.
+
+Starts, as child processes watched by :class:`~portal.management.supervisor.Supervisor`: Redis on a private port
+(data in ``var/demo/``), a sandbox RocketMQ cluster with the ``demo`` traffic profile, a Celery worker and beat
+(pointed at that Redis), and the web server (gunicorn, static files served by WhiteNoise). In between it applies
+the migrations, creates or resets a demo portal admin and a demo business user (member of a demo team),
+registers the sandbox cluster (once; a restart reuses it and follows the name server's new address) and syncs
+it, so the demo topics and groups are in the registry, unowned and ready to adopt. Then it prints the URL and
+the credentials.
+
+Ctrl-C (SIGINT) or SIGTERM stops everything it started, last started first; a child that dies on its own is
+reported with the end of its log, and stops the demo. Ports come from DEMO_PORT (web, default 8000),
+DEMO_REDIS_PORT and DEMO_NAMESRV_PORT; logs are in ``var/demo/logs/``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import redis
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from portal.env import env_int
+from portal.management.supervisor import Child, Supervisor
+from portal.models import Cluster, Team, TeamRole
+from portal.services import registry
+from portal.services.sync import sync_cluster
+
+HOST = "127.0.0.1"
+DEFAULT_WEB_PORT = 8000
+DEFAULT_REDIS_PORT = 6390
+DEFAULT_NAMESRV_PORT = 9876
+CLUSTER_NAME = "sandbox"
+TEAM_NAME = "demo-team"
+ADMIN = ("admin", "mqcloud-admin")
+USER = ("demo", "mqcloud-demo")
+START_DEADLINE = 60.0
+NAMESRV_LINE = re.compile(rf"^namesrv=({re.escape(HOST)}:\d+)$", re.MULTILINE)
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived while the demo was starting or running."""
+
+
+class Command(BaseCommand):
+    help = "Run the portal with Redis, a sandbox cluster with traffic, a Celery worker and beat; Ctrl-C stops all."
+
+    def handle(self, *args, **options):
+        self.stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: self.stop.set())
+        demo_dir = Path(settings.VAR_DIR) / "demo"
+        self.supervisor = Supervisor(demo_dir / "logs")
+        try:
+            self._run(demo_dir)
+        except Interrupted:
+            self.stdout.write("stopping...")
+        finally:
+            for line in self.supervisor.stop_all():
+                self.stdout.write(f"  {line}")
+        self.stdout.write("demo stopped")
+
+    def _run(self, demo_dir: Path) -> None:
+        web_port = env_int("DEMO_PORT", DEFAULT_WEB_PORT)
+        redis_port = env_int("DEMO_REDIS_PORT", DEFAULT_REDIS_PORT)
+        namesrv_port = env_int("DEMO_NAMESRV_PORT", DEFAULT_NAMESRV_PORT)
+        redis_url = f"redis://{HOST}:{redis_port}/0"
+        env = {**os.environ, "REDIS_URL": redis_url, "MQCLOUD_VAR_DIR": str(settings.VAR_DIR), "PYTHONUNBUFFERED": "1"}
+        manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
+        celery = [sys.executable, "-m", "celery", "-A", "portal"]
+
+        self._say(f"starting Redis on {HOST}:{redis_port} and the sandbox cluster; logs in {self.supervisor.log_dir}")
+        self._start("redis", [
+            "redis-server", "--bind", HOST, "--port", str(redis_port), "--daemonize", "no",
+            "--save", "", "--appendonly", "no", "--dir", str(demo_dir),
+        ], env)  # fmt: skip
+        sandbox = self._start("sandbox", [
+            *manage, "sandbox", "--skip-checks", "--brokers", "2", "--slaves", "--traffic", "demo",
+            "--namesrv-port", str(namesrv_port), "--traffic-dir", str(demo_dir / "traffic"),
+        ], env)  # fmt: skip
+        self._wait("Redis", lambda: _redis_answers(redis_url))
+        # While the cluster starts: the schema and the static files, then the processes that need them.
+        self._say("applying migrations, starting the Celery worker and beat and the web server")
+        call_command("migrate", interactive=False, verbosity=0)
+        call_command("collectstatic", interactive=False, verbosity=0)
+        # A thread pool: the demo's tasks wait on the network, and it starts and stops in half the time of prefork.
+        self._start("celery-worker", [
+            *celery, "worker", "--loglevel", "INFO", "--pool", "threads", "--concurrency", "4",
+            "--without-mingle", "--without-gossip",
+        ], env)  # fmt: skip
+        self._start("celery-beat", [
+            *celery, "beat", "--loglevel", "INFO", "--schedule", str(demo_dir / "celerybeat-schedule"),
+        ], env)  # fmt: skip
+        self._start("web", [
+            sys.executable, "-m", "gunicorn", "portal.wsgi:application", "--bind", f"{HOST}:{web_port}",
+            "--workers", "2", "--access-logfile", "-", "--no-control-socket",
+        ], env)  # fmt: skip
+        namesrv = self._wait("the sandbox cluster", lambda: _namesrv_line(sandbox))
+
+        self._say(f"registering the sandbox cluster ({namesrv}) and syncing it")
+        admin, _user = self._ensure_people()
+        cluster = self._ensure_cluster(namesrv, admin)
+        report = sync_cluster(cluster)
+        for error in report.errors:
+            self.stderr.write(f"  sync: {error}")
+        self._say(
+            f"  {report.brokers} brokers; imported {len(report.imported_topics)} topics and "
+            f"{len(report.imported_groups)} consumer groups"
+        )
+        url = f"http://{HOST}:{web_port}/"
+        self._wait("the web server", lambda: _http_ok(url + "healthz"))
+        self._banner(url, namesrv, redis_url)
+        while not self.stop.wait(0.5):
+            self._check_children()
+        raise Interrupted
+
+    # --- people and the cluster ----------------------------------------------------------------------------------
+
+    @transaction.atomic
+    def _ensure_people(self):
+        """The demo admin and business user with the printed passwords (reset on every start), and the team."""
+        users = get_user_model().objects
+        admin, _ = users.update_or_create(username=ADMIN[0], defaults={"is_staff": True, "is_active": True})
+        admin.set_password(ADMIN[1])
+        admin.save()
+        user, _ = users.update_or_create(username=USER[0], defaults={"is_staff": False, "is_active": True})
+        user.set_password(USER[1])
+        user.save()
+        team = Team.objects.filter(name=TEAM_NAME).first() or registry.create_team(
+            name=TEAM_NAME, description="The demo business team.", by=admin
+        )
+        if not team.memberships.filter(user=user).exists():
+            registry.add_member(team, user, TeamRole.MEMBER, by=admin)
+        return admin, user
+
+    def _ensure_cluster(self, namesrv: str, admin) -> Cluster:
+        cluster = Cluster.objects.filter(name=CLUSTER_NAME).first()
+        if cluster is None:
+            return registry.register_cluster(
+                name=CLUSTER_NAME,
+                namesrv_addrs=[namesrv],
+                by=admin,
+                description="The sandbox cluster started by manage.py demo, with demo traffic.",
+            )
+        if cluster.namesrv_addr != namesrv:
+            cluster = registry.update_cluster(cluster, by=admin, namesrv_addrs=[namesrv])
+        return cluster
+
+    # --- children ------------------------------------------------------------------------------------------------
+
+    def _start(self, name: str, argv: list[str], env: dict[str, str]) -> Child:
+        self._check_children()
+        try:
+            return self.supervisor.start(name, argv, env=env)
+        except OSError as exc:
+            raise CommandError(f"cannot start {name} ({argv[0]}): {exc}") from None
+
+    def _check_children(self) -> None:
+        if self.stop.is_set():
+            raise Interrupted
+        child = self.supervisor.exited()
+        if child is not None:
+            raise CommandError(
+                f"{child.name} exited unexpectedly with code {child.process.returncode}; the end of "
+                f"{child.log_path}:\n{child.log_tail()}"
+            )
+
+    def _wait(self, what: str, ready: Callable[[], object]):
+        """Poll ``ready`` until it returns something true; a dead child, a signal or the deadline end the wait."""
+        deadline = time.monotonic() + START_DEADLINE
+        while True:
+            self._check_children()
+            result = ready()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise CommandError(f"{what} did not become ready within {START_DEADLINE:g}s")
+            self.stop.wait(0.1)
+
+    def _say(self, text: str) -> None:
+        self.stdout.write(text)
+        self.stdout.flush()
+
+    def _banner(self, url: str, namesrv: str, redis_url: str) -> None:
+        self._say(
+            "\n".join(
+                [
+                    "",
+                    f"MQCloud demo running at {url}",
+                    f"  portal admin:  {ADMIN[0]} / {ADMIN[1]}",
+                    f"  business user: {USER[0]} / {USER[1]} (team {TEAM_NAME})",
+                    f"  sandbox name server: {namesrv}   Redis: {redis_url}",
+                    f"  logs: {self.supervisor.log_dir}",
+                    "Press Ctrl-C to stop everything.",
+                ]
+            )
+        )
+
+
+def _redis_answers(url: str) -> bool:
+    try:
+        with redis.Redis.from_url(url, socket_timeout=1) as client:
+            return bool(client.ping())
+    except redis.RedisError:
+        return False
+
+
+def _namesrv_line(child: Child) -> str | None:
+    match = NAMESRV_LINE.search(child.log_path.read_text(errors="replace"))
+    return match.group(1) if match else None
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False

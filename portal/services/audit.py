@@ -1,0 +1,67 @@
+"""The audit log: who did what to which object, when, and how it looked before and after.
+
+Every registry change and every admin action calls :func:`record` in the same transaction as the change, so an
+entry exists exactly when the change does. Actions are named ``<object type>.<past-tense verb>``
+(``topic.created``, ``application.approved``, ``membership.deleted``, ``topic.imported`` ...); the actor is empty
+for the system (the periodic sync). Snapshots never hold a secret: encrypted fields and ``*secret*`` fields are
+replaced by a mask that only says whether one is set.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+
+from portal.crypto import EncryptedTextField
+from portal.models import AuditEntry, Cluster, ConsumerGroup
+
+SECRET_MASK = "********"
+
+
+def _is_secret(field: models.Field) -> bool:
+    return isinstance(field, EncryptedTextField) or "secret" in field.name or "password" in field.name
+
+
+def snapshot(obj) -> dict:
+    """The object's fields as a JSON-able dict: concrete fields by attribute name (foreign keys as ids), plain
+    many-to-many relations as sorted names, a consumer group's subscriptions as ``{topic: tag expression}``, secrets
+    masked. Relations with their own model (team memberships) are audited as objects of their own."""
+    data = {}
+    for field in obj._meta.concrete_fields:
+        value = field.value_from_object(obj)
+        if _is_secret(field):
+            value = SECRET_MASK if value else ""
+        data[field.attname] = value
+    if obj.pk is not None:
+        for field in obj._meta.many_to_many:
+            if field.remote_field.through._meta.auto_created:
+                data[field.name] = sorted(str(related) for related in getattr(obj, field.name).all())
+        if isinstance(obj, ConsumerGroup):
+            subscriptions = obj.subscriptions.select_related("topic").order_by("topic__name")
+            data["subscriptions"] = {sub.topic.name: sub.tag_expression for sub in subscriptions}
+    return json.loads(json.dumps(data, cls=DjangoJSONEncoder))
+
+
+def _cluster_of(obj) -> Cluster | None:
+    if isinstance(obj, Cluster):
+        return obj
+    return getattr(obj, "cluster", None)
+
+
+def record(actor, action: str, obj=None, *, before=None, after=None, cluster=None, note: str = "") -> AuditEntry:
+    """Write one audit entry. ``obj`` names the object (type, id, text); ``cluster`` defaults to the object's own
+    cluster. ``before``/``after`` are :func:`snapshot` dicts (empty for a creation / deletion respectively)."""
+    return AuditEntry.objects.create(
+        actor=actor,
+        actor_name=actor.get_username() if actor is not None else "",
+        action=action,
+        object_type=obj._meta.model_name if obj is not None else "",
+        object_id=str(obj.pk) if obj is not None and obj.pk is not None else "",
+        object_repr=str(obj)[:300] if obj is not None else "",
+        cluster=cluster if cluster is not None else _cluster_of(obj) if obj is not None else None,
+        before=before,
+        after=after,
+        note=str(note),
+    )

@@ -1,0 +1,232 @@
+"""Registry changes that are not applications: registering and editing clusters, adopting unowned entries,
+descriptions, teams and their members.
+
+Each function checks the actor's right through ``portal.access`` (PermissionDenied), validates (ValidationError
+keyed by field, nothing written), changes the rows in one transaction and writes the audit entry with the object
+before and after. Topics and groups themselves only change through applications (``portal.services.applications``).
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils.translation import gettext_lazy as _
+
+from monitor.remoting.client import split_addr
+from monitor.remoting.errors import RemotingConnectError
+from portal import access
+from portal.models import Cluster, Membership, NameServer, Team, TeamRole
+from portal.services import audit, cluster_ops
+
+# What update_cluster may change; ``namesrv_addrs`` replaces the name-server list.
+CLUSTER_FIELDS = frozenset({"name", "description", "acl_access_key", "acl_secret_key", "trace_topic", "namesrv_addrs"})
+
+
+def _require(allowed: bool) -> None:
+    if not allowed:
+        raise PermissionDenied
+
+
+# --- clusters ---------------------------------------------------------------------------------------------------
+
+
+def _clean_addresses(namesrv_addrs) -> list[str]:
+    """``host:port`` addresses, each once, in the order given."""
+    if isinstance(namesrv_addrs, str):
+        namesrv_addrs = namesrv_addrs.split(";")
+    addresses = list(dict.fromkeys(str(addr).strip() for addr in namesrv_addrs or () if str(addr).strip()))
+    if not addresses:
+        raise ValidationError({"namesrv_addrs": _("Give at least one name-server address (host:port).")})
+    bad = []
+    for addr in addresses:
+        try:
+            split_addr(addr)
+        except RemotingConnectError:
+            bad.append(addr)
+        else:
+            if any(char.isspace() for char in addr):
+                bad.append(addr)
+    if bad:
+        raise ValidationError(
+            {"namesrv_addrs": _("Not a host:port address: %(addresses)s") % {"addresses": ", ".join(bad)}}
+        )
+    return addresses
+
+
+def _clean_cluster(cluster: Cluster) -> None:
+    """Model validation plus the ACL pair: an access key needs its secret, a secret needs its access key."""
+    errors = {}
+    try:
+        cluster.full_clean()
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    if cluster.acl_access_key and not cluster.acl_secret_key:
+        errors.setdefault("acl_secret_key", []).append(_("An ACL access key needs its secret key."))
+    if cluster.acl_secret_key and not cluster.acl_access_key:
+        errors.setdefault("acl_access_key", []).append(_("An ACL secret key needs its access key."))
+    if errors:
+        raise ValidationError(errors)
+
+
+def _set_name_servers_and_discover(cluster: Cluster, addresses: list[str]) -> None:
+    """Replace the cluster's name servers and discover its brokers through them; called inside the transaction, so
+    a cluster whose name servers do not answer (or whose brokers refuse the credentials) is not saved."""
+    cluster.name_servers.all().delete()
+    NameServer.objects.bulk_create([NameServer(cluster=cluster, address=addr) for addr in addresses])
+    try:
+        cluster_ops.discover_brokers(cluster)
+    except cluster_ops.NameServerUnreachable as exc:
+        raise ValidationError({"namesrv_addrs": str(exc)}) from exc
+    except cluster_ops.ClusterOperationError as exc:
+        raise ValidationError({NON_FIELD_ERRORS: str(exc)}) from exc
+
+
+def register_cluster(
+    *, name, namesrv_addrs, by, description="", acl_access_key="", acl_secret_key="", trace_topic=None
+) -> Cluster:
+    """Register a cluster: validate, check that its name servers answer, and discover its brokers. If no name server
+    answers: ValidationError on ``namesrv_addrs`` and nothing is saved."""
+    _require(access.can_administer(by))
+    cluster = Cluster(
+        name=(name or "").strip(),
+        description=description,
+        acl_access_key=acl_access_key.strip(),
+        acl_secret_key=acl_secret_key,
+    )
+    if trace_topic:
+        cluster.trace_topic = trace_topic
+    errors = {}
+    for check in (lambda: _clean_cluster(cluster), lambda: _clean_addresses(namesrv_addrs)):
+        try:
+            check()
+        except ValidationError as exc:
+            errors.update(exc.message_dict)
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        cluster.save()
+        _set_name_servers_and_discover(cluster, _clean_addresses(namesrv_addrs))
+        audit.record(by, "cluster.registered", cluster, after=_cluster_snapshot(cluster))
+    return cluster
+
+
+def _cluster_snapshot(cluster: Cluster) -> dict:
+    return {**audit.snapshot(cluster), "namesrv_addrs": [ns.address for ns in cluster.name_servers.all()]}
+
+
+def update_cluster(cluster: Cluster, *, by, **fields) -> Cluster:
+    """Change a cluster's settings. Omitting ``acl_secret_key`` keeps the stored secret (it is never shown back, so
+    forms leave it blank); clearing ``acl_access_key`` clears the secret too. New name servers or credentials are
+    checked by discovering the brokers again (ValidationError, nothing saved, if that fails)."""
+    _require(access.can_administer(by))
+    unknown = set(fields) - CLUSTER_FIELDS
+    if unknown:
+        raise TypeError(f"update_cluster() got unexpected fields: {', '.join(sorted(unknown))}")
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().get(pk=cluster.pk)
+        before = _cluster_snapshot(cluster)
+        old_addresses = [ns.address for ns in cluster.name_servers.all()]
+        old_credentials = (cluster.acl_access_key, cluster.acl_secret_key)
+        addresses = old_addresses
+        errors = {}
+        if "namesrv_addrs" in fields:
+            try:
+                addresses = _clean_addresses(fields.pop("namesrv_addrs"))
+            except ValidationError as exc:
+                errors.update(exc.message_dict)
+        for field, value in fields.items():
+            setattr(cluster, field, value.strip() if field in ("name", "acl_access_key") else value)
+        if not cluster.acl_access_key:
+            cluster.acl_secret_key = ""
+        try:
+            _clean_cluster(cluster)
+        except ValidationError as exc:
+            errors.update(exc.message_dict)
+        if errors:
+            raise ValidationError(errors)
+        cluster.save()
+        if addresses != old_addresses or (cluster.acl_access_key, cluster.acl_secret_key) != old_credentials:
+            _set_name_servers_and_discover(cluster, addresses)
+        after = _cluster_snapshot(cluster)
+        if after != before:
+            audit.record(by, "cluster.updated", cluster, before=before, after=after)
+    return cluster
+
+
+# --- registry entries -------------------------------------------------------------------------------------------
+
+
+def adopt(entry, *, team: Team, by):
+    """A portal admin gives an unowned (imported) topic or group a team."""
+    _require(access.can_administer(by))
+    if team is None:
+        raise ValidationError({"team": _("Choose the team that will own it.")})
+    with transaction.atomic():
+        entry = type(entry).objects.select_for_update().get(pk=entry.pk)
+        if entry.team_id is not None:
+            raise ValidationError(
+                {"team": _("%(name)s is already owned by %(team)s.") % {"name": entry, "team": entry.team}}
+            )
+        before = audit.snapshot(entry)
+        entry.team = team
+        entry.save(update_fields=["team", "updated_at"])
+        audit.record(by, f"{entry._meta.model_name}.adopted", entry, before=before, after=audit.snapshot(entry))
+    return entry
+
+
+def update_description(entry, description: str, *, by):
+    """Edit the portal-only description of a topic or group (the owning team or a portal admin)."""
+    _require(access.can_change(by, entry))
+    with transaction.atomic():
+        entry = type(entry).objects.select_for_update().get(pk=entry.pk)
+        before = audit.snapshot(entry)
+        entry.description = (description or "").strip()
+        entry.full_clean(validate_unique=False, validate_constraints=False)
+        entry.save(update_fields=["description", "updated_at"])
+        if entry.description != before["description"]:
+            audit.record(
+                by, f"{entry._meta.model_name}.description_changed", entry, before=before, after=audit.snapshot(entry)
+            )
+    return entry
+
+
+# --- teams ------------------------------------------------------------------------------------------------------
+
+
+def create_team(*, name, description="", by) -> Team:
+    _require(access.can_administer(by))
+    team = Team(name=(name or "").strip(), description=description)
+    team.full_clean()
+    with transaction.atomic():
+        team.save()
+        audit.record(by, "team.created", team, after=audit.snapshot(team))
+    return team
+
+
+def add_member(team: Team, user, role, *, by) -> Membership:
+    """Add ``user`` to the team with ``role``, or change the role of a member."""
+    _require(access.can_manage_team(by, team))
+    if role not in TeamRole.values:
+        raise ValidationError({"role": _("Choose member or team admin.")})
+    with transaction.atomic():
+        membership = Membership.objects.select_for_update().filter(team=team, user=user).first()
+        if membership is None:
+            membership = Membership.objects.create(team=team, user=user, role=role)
+            audit.record(by, "membership.created", membership, after=audit.snapshot(membership))
+        elif membership.role != role:
+            before = audit.snapshot(membership)
+            membership.role = role
+            membership.save(update_fields=["role"])
+            audit.record(by, "membership.changed", membership, before=before, after=audit.snapshot(membership))
+    return membership
+
+
+def remove_member(team: Team, user, *, by) -> None:
+    _require(access.can_manage_team(by, team))
+    with transaction.atomic():
+        membership = Membership.objects.select_for_update().filter(team=team, user=user).first()
+        if membership is None:
+            raise ValidationError({"user": _("%(user)s is not a member of %(team)s.") % {"user": user, "team": team}})
+        before = audit.snapshot(membership)
+        audit.record(by, "membership.deleted", membership, before=before)
+        membership.delete()

@@ -1,0 +1,155 @@
+"""Forms and filters of the admin pages (approval queue, clusters, unowned entries, audit log, teams).
+
+Like the business forms they only parse input into what the services take; the rules themselves (cluster names,
+name-server reachability, who may decide what) live in the models and services, whose ValidationError is put back
+on the fields through :meth:`ServiceForm.show_errors`.
+"""
+
+import re
+
+import django_filters
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from portal.models import Application, ApplicationKind, AuditEntry, Cluster, Team
+from portal.web.forms import ServiceForm
+
+
+class ApplicationFilter(django_filters.FilterSet):
+    """The approval queue's filters."""
+
+    kind = django_filters.ChoiceFilter(label=_("Kind"), choices=ApplicationKind.choices, empty_label=_("All kinds"))
+    cluster = django_filters.ModelChoiceFilter(
+        label=_("Cluster"), queryset=Cluster.objects.all(), empty_label=_("All clusters")
+    )
+
+    class Meta:
+        model = Application
+        fields = ["kind", "cluster"]
+
+
+class RejectForm(ServiceForm):
+    """The service requires the reason; its error comes back on this field."""
+
+    reason = forms.CharField(
+        label=_("Reason for rejecting"),
+        widget=forms.Textarea(attrs={"rows": 2, "required": True}),
+        required=False,
+    )
+
+
+def split_addresses(text: str) -> list[str]:
+    """Name-server addresses typed one per line or separated by ';' (RocketMQ's own separator), in order, once."""
+    return list(dict.fromkeys(part.strip() for part in re.split(r"[;\n\r]+", text) if part.strip()))
+
+
+class ClusterForm(ServiceForm):
+    """Registering a cluster, or editing one (``editing=True``: a blank secret keeps the stored one). The secret is
+    never rendered back, not even after an error."""
+
+    name = forms.CharField(label=_("Name"), max_length=64, help_text=_("The portal's name for this cluster."))
+    namesrv_addrs = forms.CharField(
+        label=_("Name servers"),
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "10.0.0.1:9876\n10.0.0.2:9876"}),
+        help_text=_("host:port, one per line or separated by ';'."),
+    )
+    description = forms.CharField(label=_("Description"), widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    acl_access_key = forms.CharField(
+        label=_("ACL access key"),
+        max_length=128,
+        required=False,
+        help_text=_("Only for clusters with ACL enabled."),
+    )
+    acl_secret_key = forms.CharField(
+        label=_("ACL secret key"),
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+    )
+
+    def __init__(self, *args, editing: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if editing:
+            self.fields["acl_secret_key"].help_text = _("Leave blank to keep the stored secret.")
+
+    @classmethod
+    def for_cluster(cls, cluster, data=None) -> "ClusterForm":
+        initial = {
+            "name": cluster.name,
+            "namesrv_addrs": "\n".join(ns.address for ns in cluster.name_servers.all()),
+            "description": cluster.description,
+            "acl_access_key": cluster.acl_access_key,
+        }
+        return cls(data, initial=initial, editing=True)
+
+    def clean_namesrv_addrs(self) -> list[str]:
+        addresses = split_addresses(self.cleaned_data["namesrv_addrs"])
+        if not addresses:
+            raise forms.ValidationError(_("Give at least one name-server address."), code="required")
+        return addresses
+
+    def changes(self) -> dict:
+        """The fields to pass to ``update_cluster``: everything typed, except a blank secret (keep the stored one)."""
+        fields = dict(self.cleaned_data)
+        if not fields["acl_secret_key"]:
+            del fields["acl_secret_key"]
+        return fields
+
+
+class AdoptForm(ServiceForm):
+    team = forms.ModelChoiceField(label=_("Team"), queryset=Team.objects.all(), empty_label=_("Choose a team"))
+
+
+class UnownedFilter(forms.Form):
+    """Which kind of entry the unowned list shows, and on which cluster."""
+
+    kind = forms.ChoiceField(
+        label=_("Kind"),
+        required=False,
+        choices=[
+            ("topic", _("Topics")),
+            ("consumer-group", _("Consumer groups")),
+            ("producer-group", _("Producer groups")),
+        ],
+    )
+    cluster = forms.ModelChoiceField(
+        label=_("Cluster"), queryset=Cluster.objects.all(), required=False, empty_label=_("All clusters")
+    )
+
+
+DATE_INPUT = forms.DateInput(attrs={"type": "date"})
+
+
+class AuditFilter(django_filters.FilterSet):
+    """The audit log's filters. Dates are days in the viewer's time zone (Django converts for ``__date``)."""
+
+    actor = django_filters.CharFilter(label=_("Actor"), field_name="actor_name", lookup_expr="icontains")
+    action = django_filters.ChoiceFilter(label=_("Action"), empty_label=_("All actions"))
+    object_type = django_filters.ChoiceFilter(label=_("Object type"), empty_label=_("All types"))
+    cluster = django_filters.ModelChoiceFilter(
+        label=_("Cluster"), queryset=Cluster.objects.all(), empty_label=_("All clusters")
+    )
+    date_from = django_filters.DateFilter(
+        label=_("From"),
+        field_name="created_at",
+        lookup_expr="date__gte",
+        widget=forms.DateInput(attrs={"type": "date"}),
+    )
+    date_to = django_filters.DateFilter(
+        label=_("To"), field_name="created_at", lookup_expr="date__lte", widget=forms.DateInput(attrs={"type": "date"})
+    )
+
+    class Meta:
+        model = AuditEntry
+        fields = ["actor", "action", "object_type", "cluster", "date_from", "date_to"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("action", "object_type"):
+            values = AuditEntry.objects.order_by(name).values_list(name, flat=True).distinct()
+            self.filters[name].extra["choices"] = [(value, value) for value in values]
+
+
+class TeamForm(ServiceForm):
+    name = forms.CharField(label=_("Name"), max_length=64)
+    description = forms.CharField(label=_("Description"), widget=forms.Textarea(attrs={"rows": 3}), required=False)

@@ -1,0 +1,155 @@
+"""Pages about the signed-in user and teams: the dashboard, the profile (language, time zone), notifications,
+and the team pages where team admins manage membership."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Count
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST, require_safe
+
+from portal import access
+from portal.models import Application, ConsumerGroup, Notification, ProducerGroup, Team, Topic
+from portal.services import notifications, registry
+from portal.services.profiles import profile_for, update_profile
+from portal.web.forms import MemberAddForm, MemberRemoveForm, ProfileForm, submitted
+from portal.web.paging import paginate
+
+DASHBOARD_ROWS = 20
+# A team page lists this many of each kind; the filtered list pages show the rest.
+TEAM_PAGE_ROWS = 50
+
+
+@login_required
+@require_safe
+def dashboard(request):
+    """What my teams own, my recent applications and my latest notifications; each list links to its full page."""
+    user = request.user
+    context = {
+        "topics": Topic.objects.owned_by(user).select_related("cluster", "team")[:DASHBOARD_ROWS],
+        "consumer_groups": ConsumerGroup.objects.owned_by(user).select_related("cluster", "team")[:DASHBOARD_ROWS],
+        "producer_groups": ProducerGroup.objects.owned_by(user).select_related("cluster", "team")[:DASHBOARD_ROWS],
+        "applications": Application.objects.visible_to(user)
+        .filter(applicant=user)
+        .select_related("team", "cluster", "topic", "consumer_group", "producer_group")[:DASHBOARD_ROWS],
+        "notifications": user.notifications.all()[:5],
+        "teams": Team.objects.filter(memberships__user=user).order_by("name"),
+    }
+    return render(request, "portal/dashboard.html", context)
+
+
+def _safe_next(request, fallback: str) -> str:
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return target
+    return fallback
+
+
+@login_required
+def profile(request):
+    current = profile_for(request.user)
+    form = ProfileForm(submitted(request), initial={"language": current.language, "time_zone": current.time_zone})
+    if request.method == "POST" and form.is_valid():
+        try:
+            update_profile(request.user, **form.cleaned_data)
+        except ValidationError as error:
+            form.show_errors(error)
+        else:
+            messages.success(request, _("Your settings are saved."))
+            return redirect("profile")
+    return render(request, "portal/profile.html", {"form": form})
+
+
+@login_required
+@require_POST
+def profile_language(request):
+    """The header's language switcher for signed-in users: the choice is kept in the profile (anonymous visitors
+    use Django's set_language, which keeps it in a cookie)."""
+    try:
+        update_profile(request.user, language=request.POST.get("language", ""))
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    return redirect(_safe_next(request, "dashboard"))
+
+
+@login_required
+def notification_list(request):
+    if request.method == "POST":
+        ids = None if "all" in request.POST else [int(i) for i in request.POST.getlist("ids") if i.isdigit()]
+        notifications.mark_read(request.user, ids)
+        return redirect(_safe_next(request, "notification-list"))
+    return render(
+        request,
+        "portal/notification_list.html",
+        {"page": paginate(request, Notification.objects.filter(user=request.user))},
+    )
+
+
+@login_required
+@require_safe
+def team_list(request):
+    teams = Team.objects.annotate(member_count=Count("memberships", distinct=True))
+    return render(request, "portal/team_list.html", {"teams": teams, "my_team_ids": access.team_ids(request.user)})
+
+
+def _team_page(request, team, add_form=None, status=200):
+    context = {
+        "team": team,
+        "memberships": team.memberships.select_related("user").order_by("user__username"),
+        "topics": Topic.objects.filter(team=team).select_related("cluster")[:TEAM_PAGE_ROWS],
+        "consumer_groups": ConsumerGroup.objects.filter(team=team).select_related("cluster")[:TEAM_PAGE_ROWS],
+        "producer_groups": ProducerGroup.objects.filter(team=team).select_related("cluster")[:TEAM_PAGE_ROWS],
+        "can_manage": access.can_manage_team(request.user, team),
+        "add_form": add_form or MemberAddForm(),
+    }
+    return render(request, "portal/team_detail.html", context, status=status)
+
+
+@login_required
+@require_safe
+def team_detail(request, pk):
+    return _team_page(request, get_object_or_404(Team, pk=pk))
+
+
+def _managed_team(request, pk) -> Team:
+    team = get_object_or_404(Team, pk=pk)
+    if not access.can_manage_team(request.user, team):
+        raise PermissionDenied
+    return team
+
+
+@login_required
+@require_POST
+def team_member_add(request, pk):
+    team = _managed_team(request, pk)
+    form = MemberAddForm(request.POST)
+    if form.is_valid():
+        user = form.cleaned_data["username"]
+        try:
+            registry.add_member(team, user, form.cleaned_data["role"], by=request.user)
+        except ValidationError as error:
+            form.show_errors(error)
+        else:
+            messages.success(request, _("%(user)s added.") % {"user": user})
+            return redirect("team-detail", team.pk)
+    return _team_page(request, team, add_form=form)
+
+
+@login_required
+@require_POST
+def team_member_remove(request, pk):
+    team = _managed_team(request, pk)
+    form = MemberRemoveForm(request.POST, team=team)
+    if not form.is_valid():
+        raise Http404
+    user = form.cleaned_data["user"]
+    try:
+        registry.remove_member(team, user, by=request.user)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, _("%(user)s removed.") % {"user": user})
+    return redirect("team-detail", team.pk)

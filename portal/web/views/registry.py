@@ -1,0 +1,114 @@
+"""Registry pages: the topic and consumer-group lists, the topic and group pages, and description editing.
+
+Topic information is public (anonymous visitors included); everything else needs a login. What a user may see
+comes from the querysets of ``portal.access`` (invisible -> 404), what they may do from its ``can_*`` functions
+(visible but not allowed -> 403)."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_safe
+
+from portal import access
+from portal.models import Application, ApplicationState, ConsumerGroup, ProducerGroup, Subscription, Topic
+from portal.services import registry
+from portal.web.entries import detail_url_name, entry_model
+from portal.web.filters import ConsumerGroupFilterSet, TopicFilterSet
+from portal.web.forms import DescriptionForm, submitted
+from portal.web.paging import paginate
+
+
+def _pending_applications(user, **target):
+    return (
+        Application.objects.visible_to(user)
+        .filter(state=ApplicationState.PENDING, **target)
+        .select_related("applicant", "team")
+    )
+
+
+@require_safe
+def topic_list(request):
+    topics = Topic.objects.visible_to(request.user).select_related("cluster", "team")
+    filterset = TopicFilterSet(request.GET, queryset=topics, request=request)
+    return render(request, "portal/topic_list.html", {"filter": filterset, "page": paginate(request, filterset.qs)})
+
+
+@require_safe
+def topic_detail(request, pk):
+    topic = get_object_or_404(Topic.objects.visible_to(request.user).select_related("cluster", "team"), pk=pk)
+    user = request.user
+    subscriptions = (
+        Subscription.objects.filter(topic=topic, consumer_group__in=ConsumerGroup.objects.visible_to(user))
+        .select_related("consumer_group__team")
+        .order_by("consumer_group__name")
+    )
+    context = {
+        "topic": topic,
+        "subscriptions": subscriptions,
+        "producer_groups": ProducerGroup.objects.visible_to(user).filter(topics=topic).select_related("team"),
+        "associations": topic.associations.select_related("user").order_by("role", "user__username"),
+        "pending": _pending_applications(user, topic=topic),
+        "can_change": access.can_change(user, topic),
+        "can_delete": access.can_apply_deletion_for(user, topic.team),
+    }
+    return render(request, "portal/topic_detail.html", context)
+
+
+@login_required
+@require_safe
+def consumer_group_list(request):
+    groups = ConsumerGroup.objects.visible_to(request.user).select_related("cluster", "team")
+    filterset = ConsumerGroupFilterSet(request.GET, queryset=groups, request=request)
+    return render(
+        request, "portal/consumer_group_list.html", {"filter": filterset, "page": paginate(request, filterset.qs)}
+    )
+
+
+@login_required
+@require_safe
+def consumer_group_detail(request, pk):
+    user = request.user
+    group = get_object_or_404(ConsumerGroup.objects.visible_to(user).select_related("cluster", "team"), pk=pk)
+    context = {
+        "group": group,
+        "subscriptions": group.subscriptions.select_related("topic").order_by("topic__name"),
+        "pending": _pending_applications(user, consumer_group=group),
+        "can_change": access.can_change(user, group),
+        "can_delete": access.can_apply_deletion_for(user, group.team),
+    }
+    return render(request, "portal/consumer_group_detail.html", context)
+
+
+@login_required
+@require_safe
+def producer_group_detail(request, pk):
+    user = request.user
+    group = get_object_or_404(ProducerGroup.objects.visible_to(user).select_related("cluster", "team"), pk=pk)
+    context = {
+        "group": group,
+        "topics": group.topics.select_related("team").order_by("name"),
+        "pending": _pending_applications(user, producer_group=group),
+        "can_change": access.can_change(user, group),
+        "can_delete": access.can_apply_deletion_for(user, group.team),
+    }
+    return render(request, "portal/producer_group_detail.html", context)
+
+
+@login_required
+def entry_description(request, kind, pk):
+    """Edit the portal-only description of a topic or group (no application needed: the cluster never sees it)."""
+    entry = get_object_or_404(entry_model(kind).objects.visible_to(request.user), pk=pk)
+    if not access.can_change(request.user, entry):
+        raise PermissionDenied
+    form = DescriptionForm(submitted(request), initial={"description": entry.description})
+    if request.method == "POST" and form.is_valid():
+        try:
+            registry.update_description(entry, form.cleaned_data["description"], by=request.user)
+        except ValidationError as error:
+            form.show_errors(error)
+        else:
+            messages.success(request, _("Description saved."))
+            return redirect(detail_url_name(entry), entry.pk)
+    return render(request, "portal/entry_description.html", {"entry": entry, "form": form, "kind": kind})

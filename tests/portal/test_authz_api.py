@@ -1,0 +1,259 @@
+"""The API's authorization matrix: every endpoint and method, for each of the five actors.
+
+Conventions it pins down: a request without credentials is answered 401 with a ``WWW-Authenticate: Token``
+challenge wherever a login is needed; a logged-in user gets 404 for what they may not see and 403 for what they see
+but may not do (admin-only endpoints answer 403 to everyone else, whatever the object); topics, the token endpoint,
+the schema and the docs are public. A guard test fails when an endpoint has no row here.
+"""
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from rest_framework.test import APIClient
+
+from portal.models import (
+    ApplicationKind,
+    Broker,
+    BrokerRole,
+    ConsumerGroup,
+    Membership,
+    Origin,
+    ProducerGroup,
+    Subscription,
+    TeamRole,
+    Topic,
+)
+from portal.services import applications, audit, notifications
+from tests.portal.conftest import PASSWORD, make_user
+
+ACTORS = ("anonymous", "outsider", "member", "team_admin", "portal_admin")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One endpoint and method; ``expect`` lists the status for each of ACTORS, in that order."""
+
+    url_name: str
+    method: str
+    expect: tuple[int, int, int, int, int]
+    kwargs: object = field(default=lambda w: {})
+    data: object = field(default=lambda w: None)
+
+    @property
+    def id(self) -> str:
+        return f"{self.method} {self.url_name}"
+
+
+def team_topic(w):
+    return {"pk": w.topic.pk}
+
+
+CASES = [
+    Case("api:cluster-list", "GET", (401, 200, 200, 200, 200)),
+    Case(
+        "api:cluster-list",
+        "POST",
+        (401, 403, 403, 403, 201),
+        data=lambda w: {"name": "matrix-cluster", "namesrv_addrs": [w.sandbox.namesrv_addr]},
+    ),
+    Case("api:cluster-detail", "GET", (401, 200, 200, 200, 200), lambda w: {"pk": w.cluster.pk}),
+    Case(
+        "api:cluster-detail",
+        "PATCH",
+        (401, 403, 403, 403, 200),
+        lambda w: {"pk": w.cluster.pk},
+        lambda w: {"description": "the sandbox"},
+    ),
+    Case("api:broker-list", "GET", (401, 200, 200, 200, 200)),
+    Case("api:broker-detail", "GET", (401, 200, 200, 200, 200), lambda w: {"pk": w.broker.pk}),
+    Case("api:topic-list", "GET", (200, 200, 200, 200, 200)),
+    Case("api:topic-detail", "GET", (200, 200, 200, 200, 200), team_topic),
+    Case("api:topic-detail", "PATCH", (401, 403, 200, 200, 200), team_topic, lambda w: {"description": "orders"}),
+    Case(
+        "api:topic-adopt",
+        "POST",
+        (401, 403, 403, 403, 200),
+        lambda w: {"pk": w.unowned_topic.pk},
+        lambda w: {"team": w.team.pk},
+    ),
+    Case("api:consumer-group-list", "GET", (401, 200, 200, 200, 200)),
+    Case("api:consumer-group-detail", "GET", (401, 200, 200, 200, 200), lambda w: {"pk": w.consumer_group.pk}),
+    Case(
+        "api:consumer-group-detail",
+        "PATCH",
+        (401, 403, 200, 200, 200),
+        lambda w: {"pk": w.consumer_group.pk},
+        lambda w: {"description": "billing"},
+    ),
+    Case(
+        "api:consumer-group-adopt",
+        "POST",
+        (401, 403, 403, 403, 200),
+        lambda w: {"pk": w.unowned_consumer_group.pk},
+        lambda w: {"team": w.team.pk},
+    ),
+    Case("api:producer-group-list", "GET", (401, 200, 200, 200, 200)),
+    Case("api:producer-group-detail", "GET", (401, 200, 200, 200, 200), lambda w: {"pk": w.producer_group.pk}),
+    Case(
+        "api:producer-group-detail",
+        "PATCH",
+        (401, 403, 200, 200, 200),
+        lambda w: {"pk": w.producer_group.pk},
+        lambda w: {"description": "checkout"},
+    ),
+    Case(
+        "api:producer-group-adopt",
+        "POST",
+        (401, 403, 403, 403, 200),
+        lambda w: {"pk": w.unowned_producer_group.pk},
+        lambda w: {"team": w.team.pk},
+    ),
+    Case("api:team-list", "GET", (401, 200, 200, 200, 200)),
+    Case("api:team-list", "POST", (401, 403, 403, 403, 201), data=lambda w: {"name": "search"}),
+    Case("api:team-detail", "GET", (401, 200, 200, 200, 200), lambda w: {"pk": w.team.pk}),
+    Case("api:team-members", "GET", (401, 200, 200, 200, 200), lambda w: {"pk": w.team.pk}),
+    Case(
+        "api:team-members",
+        "POST",
+        (401, 403, 403, 201, 201),
+        lambda w: {"pk": w.team.pk},
+        lambda w: {"username": w.newcomer.username},
+    ),
+    Case(
+        "api:team-member",
+        "DELETE",
+        (401, 403, 403, 204, 204),
+        lambda w: {"pk": w.team.pk, "username": w.colleague.username},
+    ),
+    Case("api:application-list", "GET", (401, 200, 200, 200, 200)),
+    Case(
+        "api:application-list",
+        "POST",
+        (401, 403, 201, 201, 201),
+        data=lambda w: {
+            "kind": ApplicationKind.TOPIC_CREATE,
+            "team": w.team.pk,
+            "cluster": w.cluster.pk,
+            "payload": {"name": "MATRIX_APPLIED", "queue_nums": 4},
+        },
+    ),
+    Case("api:application-detail", "GET", (401, 404, 200, 200, 200), lambda w: {"pk": w.application.pk}),
+    # An association with the team's topic, asked for by the outsider: the topic's team admins decide it too.
+    Case("api:application-approve", "POST", (401, 403, 404, 200, 200), lambda w: {"pk": w.association.pk}),
+    Case(
+        "api:application-reject",
+        "POST",
+        (401, 404, 403, 403, 200),
+        lambda w: {"pk": w.application.pk},
+        lambda w: {"reason": "use the existing topic"},
+    ),
+    Case("api:application-cancel", "POST", (401, 404, 200, 403, 200), lambda w: {"pk": w.application.pk}),
+    Case("api:audit-entry-list", "GET", (401, 403, 403, 403, 200)),
+    Case("api:audit-entry-detail", "GET", (401, 403, 403, 403, 200), lambda w: {"pk": w.audit_entry.pk}),
+    Case("api:notification-list", "GET", (401, 200, 200, 200, 200)),
+    Case("api:notification-detail", "GET", (401, 404, 200, 404, 404), lambda w: {"pk": w.notification.pk}),
+    Case("api:notification-mark-read", "POST", (401, 200, 200, 200, 200), data=lambda w: {}),
+    Case(
+        "api:token",
+        "POST",
+        (200, 200, 200, 200, 200),
+        data=lambda w: {"username": w.member.username, "password": PASSWORD},
+    ),
+    Case("api:schema", "GET", (200, 200, 200, 200, 200)),
+    Case("api:docs", "GET", (200, 200, 200, 200, 200)),
+    Case("api:redoc", "GET", (200, 200, 200, 200, 200)),
+]
+
+
+@pytest.fixture
+def world(sandbox, cluster, team, other_team, member, team_admin, outsider, portal_admin, topic):
+    """One of everything the endpoints act on; the team owns the topic and groups, the outsider is in other_team."""
+    w = SimpleNamespace(
+        sandbox=sandbox, cluster=cluster, team=team, topic=topic, member=member, newcomer=make_user("nina")
+    )
+    w.broker = Broker.objects.create(
+        cluster=cluster,
+        cluster_name="DefaultCluster",
+        broker_name="broker-a",
+        broker_id=0,
+        address="127.0.0.1:10911",
+        role=BrokerRole.SYNC_MASTER,
+    )
+    w.unowned_topic = Topic.objects.create(cluster=cluster, name="LEGACY_TOPIC", origin=Origin.IMPORTED)
+    w.consumer_group = ConsumerGroup.objects.create(cluster=cluster, team=team, name="PAY_BILLING")
+    Subscription.objects.create(consumer_group=w.consumer_group, topic=topic)
+    w.unowned_consumer_group = ConsumerGroup.objects.create(cluster=cluster, name="LEGACY_C", origin=Origin.IMPORTED)
+    w.producer_group = ProducerGroup.objects.create(cluster=cluster, team=team, name="PAY_CHECKOUT")
+    w.producer_group.topics.add(topic)
+    w.unowned_producer_group = ProducerGroup.objects.create(cluster=cluster, name="LEGACY_P", origin=Origin.IMPORTED)
+    w.colleague = make_user("leo")
+    Membership.objects.create(team=team, user=w.colleague, role=TeamRole.MEMBER)
+    w.application = applications.submit(
+        member,
+        kind=ApplicationKind.TOPIC_CREATE,
+        team=team,
+        cluster=cluster,
+        payload={"name": "MATRIX_PENDING", "queue_nums": 4},
+    )
+    w.association = applications.submit(
+        outsider,
+        kind=ApplicationKind.TOPIC_ASSOCIATION,
+        team=other_team,
+        cluster=cluster,
+        payload={"role": "consumer"},
+        topic=topic,
+    )
+    w.audit_entry = audit.record(portal_admin, "cluster.registered", cluster)
+    w.notification = notifications.notify(member, "Welcome")
+    return w
+
+
+def client_for(request, actor: str) -> APIClient:
+    client = APIClient()
+    if actor != "anonymous":
+        client.force_login(request.getfixturevalue(actor))
+    return client
+
+
+@pytest.mark.parametrize("actor_index", range(len(ACTORS)), ids=ACTORS)
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_endpoint_answers_each_actor_as_the_matrix_says(request, world, case, actor_index):
+    client = client_for(request, ACTORS[actor_index])
+    url = reverse(case.url_name, kwargs=case.kwargs(world))
+    data = case.data(world)
+    response = getattr(client, case.method.lower())(url, data, format="json")
+    expected = case.expect[actor_index]
+    assert response.status_code == expected, (response.status_code, getattr(response, "data", response.content))
+    if expected == 401:
+        assert response["WWW-Authenticate"] == "Token"
+
+
+def api_endpoints() -> set[tuple[str, str]]:
+    """Every (url name, HTTP method) the API serves, from the URL resolver; OPTIONS and HEAD come with every view."""
+    api = next(p for p in get_resolver().url_patterns if isinstance(p, URLResolver) and p.namespace == "api")
+    found = set()
+
+    def walk(resolver: URLResolver) -> None:
+        for pattern in resolver.url_patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern)
+                continue
+            assert isinstance(pattern, URLPattern)
+            callback = pattern.callback
+            if hasattr(callback, "actions"):
+                methods = callback.actions
+            else:
+                methods = [m for m in callback.cls.http_method_names if hasattr(callback.cls, m)]
+            found.update((f"api:{pattern.name}", m.upper()) for m in methods if m not in ("options", "head"))
+
+    walk(api)
+    return found
+
+
+def test_every_api_endpoint_and_method_has_a_matrix_row():
+    endpoints = api_endpoints()
+    covered = {(case.url_name, case.method) for case in CASES}
+    assert endpoints - covered == set(), "endpoints without a row in the authorization matrix"
+    assert covered - endpoints == set(), "matrix rows for endpoints that do not exist"

@@ -1,0 +1,235 @@
+"""The authorization matrix of the pages: for every page (business and admin), GET and POST, what each of the five
+actors gets - 200 (or 400 for a refused form), a redirect to the login page, 403 (may see, may not do), 404 (may not
+see), 405 (method not offered), or another redirect (the action was done). A guard test makes sure no page of the
+URL configuration is missing from the matrix.
+
+Every actor's request runs in its own rolled-back transaction on the same data, so a POST that acts (cancelling,
+approving, removing a member) cannot change what the next actor sees. POSTs that open forms send empty or minimal
+data: what is checked is who gets in, not what the form does (test_pages_*.py and test_admin_pages.py do that)."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+from django.db import transaction
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from portal.models import (
+    Application,
+    ApplicationKind,
+    AssociationRole,
+    ConsumerGroup,
+    Notification,
+    Origin,
+    ProducerGroup,
+    Subscription,
+    Topic,
+)
+
+ACTORS = ("anonymous", "outsider", "member", "team_admin", "portal_admin")
+LOGIN = "302 to login"  # any other redirect is written 302
+
+
+def expect(anonymous, outsider, member, team_admin, portal_admin) -> tuple:
+    return anonymous, outsider, member, team_admin, portal_admin
+
+
+# Shorthands for the common rows.
+OPEN = expect(200, 200, 200, 200, 200)
+SIGNED_IN = expect(LOGIN, 200, 200, 200, 200)
+GET_ONLY = expect(LOGIN, 405, 405, 405, 405)
+GET_ONLY_PUBLIC = expect(405, 405, 405, 405, 405)
+ADMIN_ONLY = expect(LOGIN, 403, 403, 403, 200)
+TEAM_CHANGE = expect(LOGIN, 403, 200, 200, 200)  # the owning team (any member) and portal admins
+TEAM_ADMIN = expect(LOGIN, 403, 403, 200, 200)  # team admins of the owning team and portal admins
+
+
+@dataclass(frozen=True)
+class Page:
+    get: tuple
+    post: tuple
+    args: Callable[[SimpleNamespace], list] = lambda world: []
+    data: Callable[[SimpleNamespace], dict] = lambda world: {}
+
+
+MATRIX: dict[str, Page] = {
+    # --- outside the portal's pages
+    "healthz": Page(get=OPEN, post=OPEN),
+    "set_language": Page(get=expect(302, 302, 302, 302, 302), post=expect(302, 302, 302, 302, 302)),
+    # --- account
+    "login": Page(get=expect(200, 302, 302, 302, 302), post=expect(200, 302, 302, 302, 302)),
+    "logout": Page(get=expect(405, 405, 405, 405, 405), post=expect(302, 302, 302, 302, 302)),
+    "profile": Page(get=SIGNED_IN, post=SIGNED_IN),
+    "profile-language": Page(
+        get=GET_ONLY, post=expect(LOGIN, 302, 302, 302, 302), data=lambda world: {"language": "en"}
+    ),
+    "dashboard": Page(get=SIGNED_IN, post=GET_ONLY),
+    "notification-list": Page(get=SIGNED_IN, post=expect(LOGIN, 302, 302, 302, 302), data=lambda w: {"all": "1"}),
+    # --- registry: topic information is public, the rest needs a login
+    "topic-list": Page(get=OPEN, post=GET_ONLY_PUBLIC),
+    "topic-detail": Page(get=OPEN, post=GET_ONLY_PUBLIC, args=lambda w: [w.topic.pk]),
+    "consumer-group-list": Page(get=SIGNED_IN, post=GET_ONLY),
+    "consumer-group-detail": Page(get=SIGNED_IN, post=GET_ONLY, args=lambda w: [w.group.pk]),
+    "producer-group-detail": Page(get=SIGNED_IN, post=GET_ONLY, args=lambda w: [w.producer.pk]),
+    "entry-description": Page(
+        get=TEAM_CHANGE,
+        post=expect(LOGIN, 403, 302, 302, 302),
+        args=lambda w: ["topic", w.topic.pk],
+        data=lambda w: {"description": "orders"},
+    ),
+    # --- applications: anyone in a team applies; changes by the owning team, deletions by its team admins
+    "apply-topic": Page(get=SIGNED_IN, post=SIGNED_IN),
+    "apply-consumer-group": Page(get=SIGNED_IN, post=SIGNED_IN),
+    "apply-producer-group": Page(get=SIGNED_IN, post=SIGNED_IN),
+    "topic-apply-change": Page(get=TEAM_CHANGE, post=TEAM_CHANGE, args=lambda w: [w.topic.pk]),
+    "topic-apply-delete": Page(get=TEAM_ADMIN, post=TEAM_ADMIN, args=lambda w: [w.topic.pk]),
+    "topic-associate": Page(get=SIGNED_IN, post=SIGNED_IN, args=lambda w: [w.topic.pk]),
+    # a deletion needs no more than the (optional) reason, so the empty POST files it; the topic's is refused with a
+    # form error because a consumer group still subscribes to it
+    "consumer-group-apply-delete": Page(
+        get=TEAM_ADMIN, post=expect(LOGIN, 403, 403, 302, 302), args=lambda w: [w.group.pk]
+    ),
+    "producer-group-apply-delete": Page(
+        get=TEAM_ADMIN, post=expect(LOGIN, 403, 403, 302, 302), args=lambda w: [w.producer.pk]
+    ),
+    "application-list": Page(get=SIGNED_IN, post=GET_ONLY),
+    # the member's application for their team: the outsider may not see it
+    "application-detail": Page(get=expect(LOGIN, 404, 200, 200, 200), post=GET_ONLY, args=lambda w: [w.application.pk]),
+    # only the applicant (and portal admins) cancel; the team admin sees it but may not
+    "application-cancel": Page(get=GET_ONLY, post=expect(LOGIN, 404, 302, 403, 302), args=lambda w: [w.application.pk]),
+    # --- teams: everyone signed in sees them; team admins manage their own team's membership
+    "team-list": Page(get=SIGNED_IN, post=GET_ONLY),
+    "team-detail": Page(get=SIGNED_IN, post=GET_ONLY, args=lambda w: [w.team.pk]),
+    "team-member-add": Page(get=GET_ONLY, post=TEAM_ADMIN, args=lambda w: [w.team.pk]),
+    "team-member-remove": Page(
+        get=GET_ONLY,
+        post=expect(LOGIN, 403, 403, 302, 302),
+        args=lambda w: [w.team.pk],
+        data=lambda w: {"user": w.actors["member"].pk},
+    ),
+    # --- admin pages (/manage/): the approval queue is also a team admin's, for associations with their topics
+    "approval-queue": Page(get=expect(LOGIN, 403, 403, 200, 200), post=expect(LOGIN, 403, 403, 200, 200)),
+    "application-approve": Page(
+        get=expect(LOGIN, 403, 403, 405, 405),
+        post=expect(LOGIN, 403, 403, 302, 302),
+        args=lambda w: [w.association.pk],
+    ),
+    "application-reject": Page(
+        get=expect(LOGIN, 403, 403, 405, 405),
+        post=expect(LOGIN, 403, 403, 302, 302),
+        args=lambda w: [w.association.pk],
+        data=lambda w: {"reason": "not needed"},
+    ),
+    "cluster-list": Page(get=SIGNED_IN, post=SIGNED_IN),
+    "cluster-detail": Page(get=SIGNED_IN, post=expect(LOGIN, 403, 403, 403, 400), args=lambda w: [w.topic.cluster_id]),
+    "cluster-create": Page(get=ADMIN_ONLY, post=expect(LOGIN, 403, 403, 403, 400), data=lambda w: {"name": ""}),
+    "cluster-sync": Page(
+        get=expect(LOGIN, 403, 403, 403, 405),
+        post=expect(LOGIN, 403, 403, 403, 302),
+        args=lambda w: [w.topic.cluster_id],
+    ),
+    "unowned-list": Page(get=ADMIN_ONLY, post=ADMIN_ONLY),
+    "entry-adopt": Page(
+        get=expect(LOGIN, 403, 403, 403, 405),
+        post=expect(LOGIN, 403, 403, 403, 302),
+        args=lambda w: ["topic", w.unowned.pk],
+        data=lambda w: {"team": w.team.pk},
+    ),
+    "audit-log": Page(get=ADMIN_ONLY, post=ADMIN_ONLY),
+    "team-create": Page(get=ADMIN_ONLY, post=expect(LOGIN, 403, 403, 403, 400), data=lambda w: {"name": ""}),
+}
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    """Five users per test: the default password hasher would dominate the run time."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def world(outsider, member, team_admin, portal_admin, team, topic):
+    """One of everything the pages are about, owned by the member's team ("payments")."""
+    group = ConsumerGroup.objects.create(cluster=topic.cluster, team=team, name="GID_MATRIX")
+    Subscription.objects.create(consumer_group=group, topic=topic)
+    producer = ProducerGroup.objects.create(cluster=topic.cluster, team=team, name="PID_MATRIX")
+    producer.topics.add(topic)
+    unowned = Topic.objects.create(cluster=topic.cluster, name="LEGACY_MATRIX", origin=Origin.IMPORTED)
+    application = Application.objects.create(
+        kind=ApplicationKind.TOPIC_CHANGE,
+        applicant=member,
+        team=team,
+        cluster=topic.cluster,
+        topic=topic,
+        payload={"name": topic.name, "queue_nums": 16},
+    )
+    association = Application.objects.create(
+        kind=ApplicationKind.TOPIC_ASSOCIATION,
+        applicant=outsider,
+        team=outsider.memberships.get().team,
+        cluster=topic.cluster,
+        topic=topic,
+        payload={"name": topic.name, "role": AssociationRole.CONSUMER},
+    )
+    for user in (outsider, member, team_admin, portal_admin):
+        Notification.objects.create(user=user, title="hello")
+    actors = {"outsider": outsider, "member": member, "team_admin": team_admin, "portal_admin": portal_admin}
+    return SimpleNamespace(
+        actors=actors,
+        team=team,
+        topic=topic,
+        group=group,
+        producer=producer,
+        unowned=unowned,
+        application=application,
+        association=association,
+    )
+
+
+def outcome(response):
+    if response.status_code == 302 and response.url.startswith(reverse("login")):
+        return LOGIN
+    return response.status_code
+
+
+def observe(client, world, name: str, method: str) -> dict[str, object]:
+    page = MATRIX[name]
+    url = reverse(name, args=page.args(world))
+    seen = {}
+    for actor in ACTORS:
+        with transaction.atomic():
+            client.logout()
+            if actor != "anonymous":
+                client.force_login(world.actors[actor])
+            response = client.get(url) if method == "GET" else client.post(url, page.data(world))
+            seen[actor] = outcome(response)
+            transaction.set_rollback(True)
+    return seen
+
+
+@pytest.mark.parametrize("name", sorted(MATRIX))
+def test_get(client, world, name):
+    assert observe(client, world, name, "GET") == dict(zip(ACTORS, MATRIX[name].get, strict=True))
+
+
+@pytest.mark.parametrize("name", sorted(MATRIX))
+def test_post(client, world, name):
+    assert observe(client, world, name, "POST") == dict(zip(ACTORS, MATRIX[name].post, strict=True))
+
+
+def page_names(resolver=None, prefix: str = "") -> set[str]:
+    """Every URL name outside the API (``api/...`` has its own matrix); an unnamed page is listed by its route."""
+    names = set()
+    for pattern in (resolver or get_resolver()).url_patterns:
+        route = prefix + str(pattern.pattern)
+        if route.startswith("api/"):
+            continue
+        if isinstance(pattern, URLResolver):
+            names |= page_names(pattern, route)
+        elif isinstance(pattern, URLPattern):
+            names.add(pattern.name or f"<unnamed {route}>")
+    return names
+
+
+def test_every_page_is_in_the_matrix():
+    assert page_names() == set(MATRIX)

@@ -1,0 +1,198 @@
+"""``manage.py demo`` end to end, as ``make demo`` runs it: in a subprocess, on free ports, with its own var folder
+and database. Every wait has a deadline; no assertion is about how long anything took.
+
+The running demo is also where a task goes through a real Redis to a real Celery worker: the test creates a topic
+directly on the demo's cluster, sends ``sync_registry`` to the demo's Redis, and sees the worker import it.
+"""
+
+import http.cookiejar
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from celery import Celery
+from django.urls import reverse
+
+from monitor.remoting import body as b
+from monitor.remoting.admin import MQAdmin
+from portal.management.commands.demo import ADMIN, CLUSTER_NAME, USER
+from portal.tasks import sync_registry
+
+pytestmark = pytest.mark.slow
+
+MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
+START_DEADLINE = 120.0
+STOP_DEADLINE = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not (result := condition()):
+        assert time.monotonic() < deadline, f"{what}: not reached in time"
+        time.sleep(0.1)
+    return result
+
+
+def running(pid: int) -> bool:
+    """True while the process exists and is not a zombie (an orphan's zombie waits for init to reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def descendants(root: int) -> set[int]:
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        if stat:
+            parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+    found, todo = set(), [root]
+    while todo:
+        parent = todo.pop()
+        children = {pid for pid, ppid in parents.items() if ppid == parent}
+        found |= children
+        todo.extend(children)
+    return found
+
+
+class Demo:
+    """``manage.py demo`` in a subprocess with its output in a file."""
+
+    def __init__(self, tmp_path: Path, **ports: int):
+        self.var_dir = tmp_path / "var"
+        self.database = tmp_path / "demo.sqlite3"
+        self.web_port = ports.get("web", free_port())
+        self.redis_port = ports.get("redis", free_port())
+        self.output_path = tmp_path / "demo.out"
+        env = {
+            **os.environ,
+            "MQCLOUD_VAR_DIR": str(self.var_dir),
+            "DATABASE_URL": f"sqlite:///{self.database}",
+            "DEMO_PORT": str(self.web_port),
+            "DEMO_REDIS_PORT": str(self.redis_port),
+            "DEMO_NAMESRV_PORT": str(ports.get("namesrv", free_port())),
+        }
+        with open(self.output_path, "wb") as output:
+            self.process = subprocess.Popen(
+                [sys.executable, str(MANAGE), "demo"], stdout=output, stderr=subprocess.STDOUT, env=env
+            )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    @property
+    def output(self) -> str:
+        return self.output_path.read_text(errors="replace")
+
+    def ready(self) -> bool:
+        assert self.process.poll() is None, f"the demo exited early:\n{self.output[-5000:]}"
+        return "Press Ctrl-C" in self.output
+
+    def query(self, sql: str, *params):
+        with sqlite3.connect(self.database) as db:
+            return db.execute(sql, params).fetchall()
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGINT)
+        return self.process.wait(STOP_DEADLINE)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def demo(tmp_path):
+    started = []
+
+    def start(**ports) -> Demo:
+        started.append(Demo(tmp_path, **ports))
+        return started[-1]
+
+    yield start
+    for process in started:
+        process.kill()
+
+
+def log_in(base_url: str, username: str, password: str) -> str:
+    """Log in through the login form as a browser would; returns the path the portal lands on."""
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    login_url = base_url + reverse("login")
+    with opener.open(login_url, timeout=10) as response:
+        page = response.read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    form = urllib.parse.urlencode({"username": username, "password": password, "csrfmiddlewaretoken": token})
+    with opener.open(login_url, data=form.encode(), timeout=10) as response:
+        return urllib.parse.urlsplit(response.url).path
+
+
+def test_the_demo_runs_the_product_and_ctrl_c_stops_everything_it_started(demo):
+    running_demo = demo()
+    wait_for(running_demo.ready, START_DEADLINE, "the demo's banner")
+    children = descendants(running_demo.process.pid)
+
+    with urllib.request.urlopen(running_demo.url + "/healthz", timeout=10) as response:
+        assert response.status == 200
+    with urllib.request.urlopen(running_demo.url + reverse("login"), timeout=10) as response:
+        assert 'name="password"' in response.read().decode()
+    assert f"{ADMIN[0]} / {ADMIN[1]}" in running_demo.output and f"{USER[0]} / {USER[1]}" in running_demo.output
+    assert log_in(running_demo.url, *USER) == reverse("dashboard")
+    assert log_in(running_demo.url, *ADMIN) == reverse("dashboard")
+
+    [(cluster_id,)] = running_demo.query("SELECT id FROM portal_cluster WHERE name = ?", CLUSTER_NAME)
+    brokers = running_demo.query(
+        "SELECT broker_name, broker_id, address FROM portal_broker WHERE cluster_id = ? AND present", cluster_id
+    )
+    assert len(brokers) == 4
+    topics = {name for (name,) in running_demo.query("SELECT name FROM portal_topic WHERE cluster_id = ?", cluster_id)}
+    assert "TopicOrders" in topics, "the first sync imported the demo traffic's topics"
+
+    # Through the demo's Redis to its Celery worker: the worker's sync imports a topic created on the cluster.
+    [(namesrv,)] = running_demo.query("SELECT address FROM portal_nameserver WHERE cluster_id = ?", cluster_id)
+    with MQAdmin(namesrv) as admin:
+        for _name, broker_id, address in brokers:
+            if broker_id == 0:
+                admin.create_and_update_topic_config(address, b.TopicConfig(topic_name="DEMO_WORKER_TOPIC"))
+    Celery(broker=f"redis://127.0.0.1:{running_demo.redis_port}/0").send_task(sync_registry.name, args=[cluster_id])
+    wait_for(
+        lambda: running_demo.query("SELECT 1 FROM portal_topic WHERE name = 'DEMO_WORKER_TOPIC'"),
+        60,
+        "the worker's sync",
+    )
+
+    assert running_demo.stop() == 0
+    wait_for(lambda: not [pid for pid in children if running(pid)], STOP_DEADLINE, "every child gone")
+    assert "demo stopped" in running_demo.output
+
+
+def test_a_child_that_dies_is_reported_and_stops_the_demo(demo):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        failing = demo(redis=taken.getsockname()[1])  # Redis cannot listen there and exits at once
+
+        assert failing.process.wait(START_DEADLINE) != 0
+    assert "redis exited unexpectedly" in failing.output
+    assert "sandbox: stopped" in failing.output, "what had started is stopped"

@@ -62,7 +62,12 @@ class ApplicationQuerySet(models.QuerySet):
             return self
         if not (user and user.is_authenticated and user.is_active):
             return self.none()
-        return self.filter(Q(applicant=user) | Q(team_id__in=team_ids(user)))
+        from portal.models import ApplicationKind
+
+        decidable_associations = Q(
+            kind=ApplicationKind.TOPIC_ASSOCIATION, topic__team_id__in=team_ids(user, admin_only=True)
+        )
+        return self.filter(Q(applicant=user) | Q(team_id__in=team_ids(user)) | decidable_associations)
 
     def decidable_by(self, user) -> ApplicationQuerySet:
         from portal.models import ApplicationKind, ApplicationState

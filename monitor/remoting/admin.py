@@ -183,6 +183,11 @@ class AsyncMQAdmin:
         for addr in self.namesrv_addrs:
             await self.call(addr, self._command(RequestCode.PUT_KV_CONFIG, header))
 
+    async def delete_kv_config(self, namespace: str, key: str) -> None:
+        header = h.DeleteKVConfigRequestHeader(namespace=namespace, key=key)
+        for addr in self.namesrv_addrs:
+            await self.call(addr, self._command(RequestCode.DELETE_KV_CONFIG, header))
+
     async def get_kv_list_by_namespace(self, namespace: str) -> b.KVTable:
         header = h.GetKVListByNamespaceRequestHeader(namespace=namespace)
         response = await self.call_namesrv(lambda: self._command(RequestCode.GET_KVLIST_BY_NAMESPACE, header))

@@ -18,6 +18,9 @@ from portal.models import (
     Topic,
 )
 
+# Ids are 64-bit; a larger number is no id at all (and would overflow the database driver).
+MAX_ID = 2**63 - 1
+
 
 class VisiblePrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
     """A registry id the requesting user may see (``visible_to``); any other id is "does not exist"."""
@@ -203,10 +206,6 @@ class NotificationSerializer(serializers.ModelSerializer):
         model = Notification
         fields = ["id", "title", "body", "link", "created_at", "read_at"]
         read_only_fields = fields
-
-
-# Ids are 64-bit; a larger number is no id at all (and would overflow the database driver).
-MAX_ID = 2**63 - 1
 
 
 class MarkReadSerializer(serializers.Serializer):

@@ -6,6 +6,7 @@ flagged ``missing`` rather than deleted, so their history and ownership survive 
 """
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -52,6 +53,22 @@ class RegistryEntry(models.Model):
     def is_owned(self) -> bool:
         return self.team_id is not None
 
+    def clean_fields(self, exclude=None):
+        """Field checks plus RocketMQ's naming rules (``name_rules``), all reported together, keyed by field. New
+        names get the portal's stricter charset; imported ones only the broker's."""
+        errors: dict = {}
+        try:
+            super().clean_fields(exclude)
+        except ValidationError as error:
+            errors = error.update_error_dict(errors)
+        if "name" not in (exclude or ()) and "name" not in errors:
+            try:
+                self.name_rules(self.name, new=self.origin == Origin.APPLIED)
+            except ValidationError as error:
+                errors["name"] = error.error_list
+        if errors:
+            raise ValidationError(errors)
+
 
 class Topic(RegistryEntry):
     name = models.CharField(_("name"), max_length=127)
@@ -65,10 +82,7 @@ class Topic(RegistryEntry):
         verbose_name = _("topic")
         verbose_name_plural = _("topics")
 
-    def clean_fields(self, exclude=None):
-        super().clean_fields(exclude)
-        if not exclude or "name" not in exclude:
-            validate_topic_name(self.name, new=self.origin == Origin.APPLIED)
+    name_rules = staticmethod(validate_topic_name)
 
 
 class MessageModel(models.TextChoices):
@@ -89,10 +103,7 @@ class ConsumerGroup(RegistryEntry):
         verbose_name = _("consumer group")
         verbose_name_plural = _("consumer groups")
 
-    def clean_fields(self, exclude=None):
-        super().clean_fields(exclude)
-        if not exclude or "name" not in exclude:
-            validate_group_name(self.name, new=self.origin == Origin.APPLIED)
+    name_rules = staticmethod(validate_group_name)
 
     @property
     def broadcasting(self) -> bool:
@@ -128,10 +139,7 @@ class ProducerGroup(RegistryEntry):
         verbose_name = _("producer group")
         verbose_name_plural = _("producer groups")
 
-    def clean_fields(self, exclude=None):
-        super().clean_fields(exclude)
-        if not exclude or "name" not in exclude:
-            validate_group_name(self.name, new=self.origin == Origin.APPLIED)
+    name_rules = staticmethod(validate_group_name)
 
 
 class AssociationRole(models.TextChoices):

@@ -57,6 +57,9 @@ from portal.models.applications import CLAIM_TIMEOUT
 from portal.services import audit, cluster_ops, notifications
 from portal.validation import validate_group_name, validate_tag_expression, validate_topic_name
 
+# The largest primary key (BigAutoField) there can be.
+MAX_ID = 2**63 - 1
+
 
 class InvalidTransition(Exception):
     """The application cannot make this move: it is no longer pending, or an approval of it is under way."""
@@ -176,13 +179,15 @@ def _check_active_topics(application: Application, ids, field: str, errors: _Err
 
 
 def _topic_id(value, field: str, errors: _Errors) -> int | None:
+    """A topic id as a positive integer the database can hold (a bigger one would overflow the query)."""
     try:
-        if isinstance(value, bool):
-            raise TypeError
-        return int(value)
+        topic_id = int(value) if not isinstance(value, bool) else 0
     except (TypeError, ValueError):
+        topic_id = 0
+    if not 0 < topic_id <= MAX_ID:
         errors.add(field, _("%(value)r is not a topic id.") % {"value": value})
         return None
+    return topic_id
 
 
 def _clean_topic_create(application: Application, payload: dict) -> dict:

@@ -205,10 +205,14 @@ def _delete_topic(admin: MQAdmin, masters: dict[str, str], name: str) -> None:
             admin.delete_topic_in_broker([addr], name)
     with _failing_as(_("Deleting the route of topic %(topic)s in the name servers failed") % {"topic": name}):
         admin.delete_topic_in_name_server(name)
+        # An ordered topic's queue layout outlives the topic otherwise, and a new topic of the same name would
+        # come back ordered. Deleting a key that is not there succeeds.
+        admin.delete_kv_config(ORDER_TOPIC_NAMESPACE, name)
 
 
 def delete_topic(cluster: Cluster, name: str) -> None:
-    """Delete the topic on every master, then its route on every name server (``deleteTopic -c``)."""
+    """Delete the topic on every master, then its route and any ORDER_TOPIC_CONFIG entry on every name server
+    (``deleteTopic -c``)."""
     with admin_for(cluster) as admin:
         _delete_topic(admin, _masters(admin, cluster), name)
 

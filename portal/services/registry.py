@@ -96,16 +96,19 @@ def register_cluster(
     if trace_topic:
         cluster.trace_topic = trace_topic
     errors = {}
-    for check in (lambda: _clean_cluster(cluster), lambda: _clean_addresses(namesrv_addrs)):
-        try:
-            check()
-        except ValidationError as exc:
-            errors.update(exc.message_dict)
+    try:
+        _clean_cluster(cluster)
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    try:
+        addresses = _clean_addresses(namesrv_addrs)
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
     if errors:
         raise ValidationError(errors)
     with transaction.atomic():
         cluster.save()
-        _set_name_servers_and_discover(cluster, _clean_addresses(namesrv_addrs))
+        _set_name_servers_and_discover(cluster, addresses)
         audit.record(by, "cluster.registered", cluster, after=_cluster_snapshot(cluster))
     return cluster
 
@@ -181,7 +184,6 @@ def update_description(entry, description: str, *, by):
         entry = type(entry).objects.select_for_update().get(pk=entry.pk)
         before = audit.snapshot(entry)
         entry.description = (description or "").strip()
-        entry.full_clean(validate_unique=False, validate_constraints=False)
         entry.save(update_fields=["description", "updated_at"])
         if entry.description != before["description"]:
             audit.record(

@@ -138,6 +138,8 @@ def _sync(cluster: Cluster, report: SyncReport) -> None:
     brokers = [broker for broker in brokers if broker.present]
     report.brokers = len(brokers)
     masters = [broker for broker in brokers if broker.is_master]
+    if not masters:  # a cluster whose brokers are all down has not lost its topics
+        report.errors.append(_("The name servers list no master broker; nothing can be read."))
     headless = (had_master | {broker.broker_name for broker in brokers}) - {master.broker_name for master in masters}
     for broker_name in sorted(headless):
         report.errors.append(

@@ -10,6 +10,12 @@ from portal.models import Cluster, Membership, NameServer, Team, TeamRole, Topic
 PASSWORD = "correct-horse-battery"
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Logins in tests need no protection against brute force; Django's default hasher costs ~0.3 s a login."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def make_user(username: str, *, staff: bool = False):
     return get_user_model().objects.create_user(username=username, password=PASSWORD, is_staff=staff)
 

@@ -141,12 +141,6 @@ MATRIX: dict[str, Page] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """Five users per test: the default password hasher would dominate the run time."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def world(outsider, member, team_admin, portal_admin, team, topic):
     """One of everything the pages are about, owned by the member's team ("payments")."""

@@ -220,7 +220,7 @@ def test_subscriptions_must_name_active_topics_of_the_same_cluster(member, team,
     foreign = Topic.objects.create(cluster=elsewhere, team=team, name="FOREIGN")
     missing = Topic.objects.create(cluster=cluster, team=team, name="GONE", state=RegistryState.MISSING)
 
-    for topic_id in (foreign.pk, missing.pk, 999_999, "abc"):
+    for topic_id in (foreign.pk, missing.pk, 999_999, "abc", 2**80, -1, True):
         subscriptions = [{"topic_id": topic_id, "tag_expression": "*"}]
         assert set(errors_of(lambda s=subscriptions: consumer_group(member, team, cluster, subscriptions=s))) == {
             "subscriptions"
@@ -274,6 +274,7 @@ def test_producer_group_topics_must_exist(member, team, cluster, topic):
         )
 
     assert set(errors_of(lambda: producer_group([topic.pk, 999_999]))) == {"topic_ids"}
+    assert set(errors_of(lambda: producer_group([2**80]))) == {"topic_ids"}
     assert set(errors_of(lambda: producer_group("all"))) == {"topic_ids"}
     assert producer_group([topic.pk, topic.pk]).payload["topic_ids"] == [topic.pk]
 

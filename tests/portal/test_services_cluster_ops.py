@@ -142,6 +142,14 @@ def test_delete_topic_removes_it_from_every_master_and_the_route_from_the_name_s
     assert route_or_none(wire, "OPS_DELETE") is None
 
 
+def test_deleting_an_ordered_topic_removes_its_order_conf_so_a_new_topic_of_that_name_is_not_ordered(cluster, wire):
+    cluster_ops.create_topic(cluster, "OPS_ORDERED_GONE", 4, True)
+
+    cluster_ops.delete_topic(cluster, "OPS_ORDERED_GONE")
+
+    assert wire.get_kv_config(ORDER_TOPIC_NAMESPACE, "OPS_ORDERED_GONE") is None
+
+
 def test_deleting_a_topic_that_does_not_exist_succeeds(cluster):
     cluster_ops.delete_topic(cluster, "OPS_NEVER_WAS")
 

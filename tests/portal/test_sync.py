@@ -16,6 +16,7 @@ from django.utils import timezone
 from monitor.mqadmin.topics import ORDER_TOPIC_NAMESPACE
 from monitor.remoting import body as b
 from monitor.remoting.admin import MQAdmin
+from monitor.sandbox.cluster import SandboxCluster
 from portal.models import (
     AuditEntry,
     Broker,
@@ -212,6 +213,23 @@ def test_a_master_that_left_the_name_server_flags_nothing_missing(cluster, sandb
     assert absent.state == RegistryState.ACTIVE
     assert report.missing_topics == [] and any("broker-b" in error for error in report.errors)
     assert not Broker.objects.get(cluster=cluster, broker_name="broker-b", broker_id=0).present
+
+
+def test_a_cluster_whose_brokers_are_all_down_keeps_its_entries(db, team):
+    """However many syncs run while it is down: no listed master is no answer, not an empty cluster."""
+    with SandboxCluster(brokers=1) as small:
+        cluster = Cluster.objects.create(name="small")
+        cluster.name_servers.create(address=small.namesrv_addr)
+        with MQAdmin(small.namesrv_addr) as admin:
+            admin.create_and_update_topic_config(small.broker().addr, b.TopicConfig(topic_name="SYNC_SMALL"))
+        sync_cluster(cluster)
+        small.stop_broker("broker-a")
+
+        reports = [sync_cluster(cluster), sync_cluster(cluster)]
+
+    assert Topic.objects.get(cluster=cluster, name="SYNC_SMALL").state == RegistryState.ACTIVE
+    assert [report.missing_topics for report in reports] == [[], []]
+    assert all(not report.complete for report in reports)
 
 
 def test_an_unreachable_name_server_is_recorded_on_the_cluster(db, team):

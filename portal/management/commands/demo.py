@@ -28,6 +28,7 @@ from pathlib import Path
 import redis
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
@@ -111,7 +112,10 @@ class Command(BaseCommand):
 
         self._say(f"registering the sandbox cluster ({namesrv}) and syncing it")
         admin, _user = self._ensure_people()
-        cluster = self._ensure_cluster(namesrv, admin)
+        try:
+            cluster = self._ensure_cluster(namesrv, admin)
+        except ValidationError as exc:
+            raise CommandError(f"cannot register the sandbox cluster: {'; '.join(exc.messages)}") from None
         report = sync_cluster(cluster)
         for error in report.errors:
             self.stderr.write(f"  sync: {error}")

@@ -101,6 +101,8 @@ CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+# Beat remembers when each periodic task last ran here (under var/, never in the working tree).
+CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME", str(VAR_DIR / "celerybeat-schedule"))
 
 # The registry: RocketMQ has no upper bound of its own; this keeps a typo from creating 10,000 queues.
 TOPIC_MAX_QUEUE_NUMS = env_int("TOPIC_MAX_QUEUE_NUMS", 256)

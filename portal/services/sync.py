@@ -240,12 +240,15 @@ def _import(model, cluster: Cluster, unknown: dict[str, dict]) -> list[str]:
         )
         imported = []
         for start in range(0, len(names), BATCH_SIZE):
-            batch = model.objects.filter(
-                cluster=cluster, origin=Origin.IMPORTED, name__in=names[start : start + BATCH_SIZE]
-            ).order_by("name")
-            for entry in batch:
-                audit.record(None, action, entry, after=audit.snapshot(entry), cluster=cluster)
-                imported.append(entry.name)
+            batch = audit.for_snapshots(
+                model.objects.filter(
+                    cluster=cluster, origin=Origin.IMPORTED, name__in=names[start : start + BATCH_SIZE]
+                ).order_by("name")
+            )
+            audit.record_many(
+                [audit.entry_for(None, action, entry, after=audit.snapshot(entry), cluster=cluster) for entry in batch]
+            )
+            imported.extend(entry.name for entry in batch)
     return imported
 
 
@@ -258,16 +261,25 @@ def _set_state(model, pks: list[int], state: str, cluster: Cluster) -> list[str]
     for start in range(0, len(pks), BATCH_SIZE):
         with transaction.atomic():
             entries = list(
-                model.objects.select_for_update().filter(pk__in=pks[start : start + BATCH_SIZE]).exclude(state=state)
+                audit.for_snapshots(
+                    model.objects.select_for_update()
+                    .filter(pk__in=pks[start : start + BATCH_SIZE])
+                    .exclude(state=state)
+                )
             )
             befores = [audit.snapshot(entry) for entry in entries]
             model.objects.filter(pk__in=[entry.pk for entry in entries]).update(
                 state=state, missing_since=now if state == RegistryState.MISSING else None, updated_at=now
             )
-            for entry, before in zip(entries, befores, strict=True):
+            for entry in entries:
                 entry.state = state
                 entry.missing_since = now if state == RegistryState.MISSING else None
                 entry.updated_at = now
-                audit.record(None, action, entry, before=before, after=audit.snapshot(entry), cluster=cluster)
-                changed.append(entry.name)
+            audit.record_many(
+                [
+                    audit.entry_for(None, action, entry, before=before, after=audit.snapshot(entry), cluster=cluster)
+                    for entry, before in zip(entries, befores, strict=True)
+                ]
+            )
+            changed.extend(entry.name for entry in entries)
     return sorted(changed)

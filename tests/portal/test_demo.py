@@ -168,6 +168,12 @@ def test_the_demo_runs_the_product_and_ctrl_c_stops_everything_it_started(demo):
     assert len(brokers) == 4
     topics = {name for (name,) in running_demo.query("SELECT name FROM portal_topic WHERE cluster_id = ?", cluster_id)}
     assert "TopicOrders" in topics, "the first sync imported the demo traffic's topics"
+    owners = running_demo.query(
+        "SELECT DISTINCT team.name FROM portal_topic JOIN portal_team team ON team.id = portal_topic.team_id "
+        "WHERE cluster_id = ?",
+        cluster_id,
+    )
+    assert owners == [("demo-team",)], "the demo team owns the demo traffic's topics"
 
     # Through the demo's Redis to its Celery worker: the worker's sync imports a topic created on the cluster.
     [(namesrv,)] = running_demo.query("SELECT address FROM portal_nameserver WHERE cluster_id = ?", cluster_id)

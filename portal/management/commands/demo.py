@@ -35,7 +35,7 @@ from django.db import transaction
 
 from portal.env import env_int
 from portal.management.supervisor import Child, Supervisor
-from portal.models import Cluster, Team, TeamRole
+from portal.models import Cluster, ConsumerGroup, Team, TeamRole, Topic
 from portal.services import registry
 from portal.services.sync import sync_cluster
 
@@ -111,7 +111,7 @@ class Command(BaseCommand):
         namesrv = self._wait("the sandbox cluster", lambda: _namesrv_line(sandbox))
 
         self._say(f"registering the sandbox cluster ({namesrv}) and syncing it")
-        admin, _user = self._ensure_people()
+        admin, team = self._ensure_people()
         try:
             cluster = self._ensure_cluster(namesrv, admin)
         except ValidationError as exc:
@@ -123,6 +123,9 @@ class Command(BaseCommand):
             f"  {report.brokers} brokers; imported {len(report.imported_topics)} topics and "
             f"{len(report.imported_groups)} consumer groups"
         )
+        adopted = self._adopt_unowned(cluster, team, admin)
+        if adopted:
+            self._say(f"  {adopted} imported topics and groups given to {TEAM_NAME}")
         url = f"http://{HOST}:{web_port}/"
         self._wait("the web server", lambda: _http_ok(url + "healthz"))
         self._banner(url, namesrv, redis_url)
@@ -147,7 +150,18 @@ class Command(BaseCommand):
         )
         if not team.memberships.filter(user=user).exists():
             registry.add_member(team, user, TeamRole.MEMBER, by=admin)
-        return admin, user
+        return admin, team
+
+    def _adopt_unowned(self, cluster: Cluster, team: Team, admin) -> int:
+        """The demo traffic's topics and groups belong to the demo team, so the business user's dashboard shows
+        them (as an admin would do after a real cluster's first sync)."""
+        entries = [
+            *Topic.objects.filter(cluster=cluster, team=None),
+            *ConsumerGroup.objects.filter(cluster=cluster, team=None),
+        ]
+        for entry in entries:
+            registry.adopt(entry, team=team, by=admin)
+        return len(entries)
 
     def _ensure_cluster(self, namesrv: str, admin) -> Cluster:
         cluster = Cluster.objects.filter(name=CLUSTER_NAME).first()

@@ -107,5 +107,11 @@ def can_manage_team(user, team) -> bool:
 
 
 def can_administer(user) -> bool:
-    """Clusters, adoption of unowned entries, the approval queue and the audit log."""
+    """Clusters, adoption of unowned entries, the audit log and new teams."""
     return is_portal_admin(user)
+
+
+def can_open_approval_queue(user) -> bool:
+    """Portal admins, and team admins, who decide associations with their team's topics; which applications the
+    queue shows each of them is ``Application.objects.decidable_by``."""
+    return is_portal_admin(user) or bool(team_ids(user, admin_only=True))

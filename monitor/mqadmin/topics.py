@@ -22,12 +22,9 @@ from monitor.mqadmin.common import (
 )
 from monitor.mqadmin.output import render_table
 from monitor.remoting import body as b
-from monitor.remoting.admin import MQAdmin
+from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE, MQAdmin
 from monitor.remoting.errors import RemotingClientError, RemotingError
 
-# NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG: the name server KV namespace holding "brokerName:queueNums;..." per
-# ordered topic.
-ORDER_TOPIC_NAMESPACE = "ORDER_TOPIC_CONFIG"
 # TopicSysFlag bits.
 FLAG_UNIT = 0x1
 FLAG_UNIT_SUB = 0x2

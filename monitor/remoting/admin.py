@@ -27,6 +27,8 @@ from monitor.remoting.sync import run_sync
 MIXALL_RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DEFAULT_TOPIC = "TBW102"
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+# The name-server KV namespace holding ordered topics' queue layout (NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG).
+ORDER_TOPIC_NAMESPACE = "ORDER_TOPIC_CONFIG"
 MAX_TIMESTAMP = 9223372036854775807
 # PullSysFlag bits.
 PULL_FLAG_COMMIT_OFFSET = 0x1

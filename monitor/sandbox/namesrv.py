@@ -39,6 +39,7 @@ from typing import Self
 
 from monitor.remoting import fastjson
 from monitor.remoting import headers as h
+from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE
 from monitor.remoting.body import (
     MASTER_ID,
     BrokerData,
@@ -67,8 +68,6 @@ log = logging.getLogger(__name__)
 # RouteInfoManager.BROKER_CHANNEL_EXPIRED_TIME and NamesrvController's scan period.
 BROKER_CHANNEL_EXPIRED_SECONDS = 120.0
 SCAN_NOT_ACTIVE_BROKER_SECONDS = 10.0
-# NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG.
-ORDER_TOPIC_CONFIG_NAMESPACE = "ORDER_TOPIC_CONFIG"
 # MQVersion.Version ordinals: brokers older than V3_0_11 register a bare TopicConfigSerializeWrapper; clients of
 # V4_9_4 and later get standard JSON routes.
 _V3_0_11 = 37
@@ -675,7 +674,7 @@ class NameServer(RemotingServer):
             ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
         )
         return cmd.make_response(
-            ext_fields=response_header.to_ext_fields(), body=self.kv.kv_list(ORDER_TOPIC_CONFIG_NAMESPACE) or b""
+            ext_fields=response_header.to_ext_fields(), body=self.kv.kv_list(ORDER_TOPIC_NAMESPACE) or b""
         )
 
     async def _unregister_broker(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -718,7 +717,7 @@ class NameServer(RemotingServer):
             remark = f"No topic route info in name server for the topic: {header.topic}{_APPLY_TOPIC_HINT}"
             return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, remark)
         if self.config["orderMessageEnable"]:
-            route.order_topic_conf = self.kv.get(ORDER_TOPIC_CONFIG_NAMESPACE, header.topic)
+            route.order_topic_conf = self.kv.get(ORDER_TOPIC_NAMESPACE, header.topic)
         standard_json = cmd.version >= _V4_9_4 or bool(header.accept_standard_json_only)
         return cmd.make_response(body=route.encode(standard_json=standard_json))
 

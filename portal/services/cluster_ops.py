@@ -33,10 +33,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from monitor.mqadmin.topics import ORDER_TOPIC_NAMESPACE
 from monitor.remoting import body as b
 from monitor.remoting.acl import AclCredentials
-from monitor.remoting.admin import MQAdmin
+from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE, MQAdmin
 from monitor.remoting.errors import (
     RemotingClientError,
     RemotingClosedError,

@@ -26,7 +26,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from monitor.mqadmin.topics import ORDER_TOPIC_NAMESPACE
+from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE
 from monitor.remoting.codes import ResponseCode
 from monitor.remoting.errors import RemotingClientError, RemotingError
 from portal.models import Broker, Cluster, ConsumerGroup, Origin, RegistryState, Topic
@@ -77,6 +77,14 @@ class SyncReport:
             "restored_groups": len(self.restored_groups),
             "errors": len(self.errors),
         }
+
+    def summary(self) -> str:
+        """What the sync did, in one sentence for the user who asked for it (in the active language)."""
+        return _(
+            "Sync of %(name)s: %(brokers)d brokers; imported %(imported_topics)d topics and %(imported_groups)d "
+            "consumer groups; flagged %(missing_topics)d topics and %(missing_groups)d consumer groups missing; "
+            "restored %(restored_topics)d topics and %(restored_groups)d consumer groups."
+        ) % {"name": self.cluster, **self.counts()}
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Forms and filters of the admin pages (approval queue, clusters, unowned entries, audit log, teams).
+"""Forms of the admin pages (approval queue, clusters, unowned entries, teams); their lists' filters are in
+``portal.filters``.
 
 Like the business forms they only parse input into what the services take; the rules themselves (cluster names,
 name-server reachability, who may decide what) live in the models and services, whose ValidationError is put back
@@ -7,25 +8,11 @@ on the fields through :meth:`ServiceForm.show_errors`.
 
 import re
 
-import django_filters
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from portal.models import Application, ApplicationKind, AuditEntry, Cluster, Team
+from portal.models import Team
 from portal.web.forms import ServiceForm
-
-
-class ApplicationFilter(django_filters.FilterSet):
-    """The approval queue's filters."""
-
-    kind = django_filters.ChoiceFilter(label=_("Kind"), choices=ApplicationKind.choices, empty_label=_("All kinds"))
-    cluster = django_filters.ModelChoiceFilter(
-        label=_("Cluster"), queryset=Cluster.objects.all(), empty_label=_("All clusters")
-    )
-
-    class Meta:
-        model = Application
-        fields = ["kind", "cluster"]
 
 
 class RejectForm(ServiceForm):
@@ -100,8 +87,8 @@ class AdoptForm(ServiceForm):
     team = forms.ModelChoiceField(label=_("Team"), queryset=Team.objects.all(), empty_label=_("Choose a team"))
 
 
-class UnownedFilter(forms.Form):
-    """Which kind of entry the unowned list shows, and on which cluster."""
+class EntryKindForm(forms.Form):
+    """Which kind of entry the unowned list shows (its other filters are the registry's, ``portal.filters``)."""
 
     kind = forms.ChoiceField(
         label=_("Kind"),
@@ -112,42 +99,6 @@ class UnownedFilter(forms.Form):
             ("producer-group", _("Producer groups")),
         ],
     )
-    cluster = forms.ModelChoiceField(
-        label=_("Cluster"), queryset=Cluster.objects.all(), required=False, empty_label=_("All clusters")
-    )
-
-
-DATE_INPUT = forms.DateInput(attrs={"type": "date"})
-
-
-class AuditFilter(django_filters.FilterSet):
-    """The audit log's filters. Dates are days in the viewer's time zone (Django converts for ``__date``)."""
-
-    actor = django_filters.CharFilter(label=_("Actor"), field_name="actor_name", lookup_expr="icontains")
-    action = django_filters.ChoiceFilter(label=_("Action"), empty_label=_("All actions"))
-    object_type = django_filters.ChoiceFilter(label=_("Object type"), empty_label=_("All types"))
-    cluster = django_filters.ModelChoiceFilter(
-        label=_("Cluster"), queryset=Cluster.objects.all(), empty_label=_("All clusters")
-    )
-    date_from = django_filters.DateFilter(
-        label=_("From"),
-        field_name="created_at",
-        lookup_expr="date__gte",
-        widget=forms.DateInput(attrs={"type": "date"}),
-    )
-    date_to = django_filters.DateFilter(
-        label=_("To"), field_name="created_at", lookup_expr="date__lte", widget=forms.DateInput(attrs={"type": "date"})
-    )
-
-    class Meta:
-        model = AuditEntry
-        fields = ["actor", "action", "object_type", "cluster", "date_from", "date_to"]
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        for name in ("action", "object_type"):
-            values = AuditEntry.objects.order_by(name).values_list(name, flat=True).distinct()
-            self.filters[name].extra["choices"] = [(value, value) for value in values]
 
 
 class TeamForm(ServiceForm):

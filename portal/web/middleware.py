@@ -17,10 +17,15 @@ class UserPreferencesMiddleware:
         if user is None or not user.is_authenticated:
             return self.get_response(request)
         profile = profile_for(user)
-        translation.activate(profile.language)
-        request.LANGUAGE_CODE = translation.get_language()
-        timezone.activate(profile.time_zone)
-        try:
-            return self.get_response(request)
-        finally:
-            timezone.deactivate()
+        # override/deactivate, not a bare activate: the thread serves other users (and, in tests, other code)
+        # after this request, and must not keep this user's language or zone.
+        with translation.override(profile.language):
+            request.LANGUAGE_CODE = translation.get_language()
+            timezone.activate(profile.time_zone)
+            try:
+                response = self.get_response(request)
+            finally:
+                timezone.deactivate()
+        # LocaleMiddleware only sets the header when it is missing, and would name its own negotiated language.
+        response.headers.setdefault("Content-Language", request.LANGUAGE_CODE)
+        return response

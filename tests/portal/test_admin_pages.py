@@ -193,7 +193,7 @@ def test_rejecting_needs_a_reason(staff, discovered, member, team):
 
     refused = staff.post(url, {"reason": "  "})
 
-    assert refused.status_code == 400
+    assert refused.status_code == 200
     item = refused.context["items"][0]
     assert item["application"] == application
     assert item["reject_form"].errors["reason"]
@@ -270,7 +270,7 @@ def test_name_servers_may_be_separated_by_semicolons(staff, sandbox, dead_addr, 
 def test_an_unreachable_name_server_is_a_field_error_and_nothing_is_saved(staff, dead_addr, db):
     response = staff.post(reverse("cluster-create"), {"name": "nowhere", "namesrv_addrs": dead_addr})
 
-    assert response.status_code == 400
+    assert response.status_code == 200
     assert response.context["form"].errors["namesrv_addrs"]
     assert not Cluster.objects.exists()
     assert not NameServer.objects.exists()
@@ -294,7 +294,7 @@ def test_the_acl_secret_is_never_shown_back(staff, acl_sandbox, dead_addr, db):
     responses.append(staff.post(reverse("cluster-sync", args=[registered.pk]), follow=True))
     responses += [staff.get(url) for url in (reverse("cluster-list"), detail, reverse("audit-log"))]
 
-    assert [response.status_code for response in responses] == [400, 200, 200, 400, 200, 200, 200, 200]
+    assert [response.status_code for response in responses] == [200] * 8
     for response in responses:
         assert ACL_SECRET not in response.content.decode()
     registered.refresh_from_db()
@@ -378,9 +378,9 @@ def test_the_audit_log_filters_by_actor_action_object_type_cluster_and_date(staf
     assert listed(action="topic.imported") == {by_system}
     assert listed(object_type="topic") == {by_member, by_system}
     assert listed(cluster=elsewhere.pk) == {by_system}
-    assert listed(date_from="2024-02-01") == {by_member, by_system}
-    assert listed(date_from="2024-01-01", date_to="2024-01-31") == {by_admin}
-    assert listed(object_type="topic", date_to="2024-02-29") == {by_member}
+    assert listed(created_after="2024-02-01") == {by_member, by_system}
+    assert listed(created_after="2024-01-01", created_before="2024-01-31") == {by_admin}
+    assert listed(object_type="topic", created_before="2024-02-29") == {by_member}
 
 
 def test_the_audit_log_shows_the_changed_keys_only(staff, portal_admin, topic):
@@ -405,5 +405,5 @@ def test_creating_a_team(staff, team):
     assert response["Location"] == reverse("team-detail", args=[created.pk])
 
     duplicate = staff.post(reverse("team-create"), {"name": team.name})
-    assert duplicate.status_code == 400
+    assert duplicate.status_code == 200
     assert duplicate.context["form"].errors["name"]

@@ -49,7 +49,7 @@ def listed(client, query=None) -> list[str]:
         ({"created_before": "2024-03-01"}, ["cluster.registered"]),
         ({"created_after": "2024-03-02"}, ["team.created", "cluster.updated", "topic.description_changed"]),
         ({"created_after": "2024-03-01", "created_before": "2024-03-01"}, ["cluster.registered"]),
-        ({"search": "first"}, ["cluster.registered"]),
+        ({"q": "first"}, ["cluster.registered"]),
         (
             {"ordering": "action"},
             ["cluster.registered", "cluster.updated", "team.created", "topic.description_changed"],
@@ -80,7 +80,7 @@ def test_an_audit_entry_shows_who_did_what_before_and_after(portal_admin, topic,
 def test_bad_audit_filters_are_field_errors(portal_admin, query):
     response = logged_in(portal_admin).get(reverse("api:audit-entry-list"), query)
     assert response.status_code == 400
-    assert set(response.data) <= {"created", "created_after", "cluster"}, response.data
+    assert list(response.data) == list(query), response.data
 
 
 @pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])

@@ -58,7 +58,7 @@ def test_anonymous_visitors_read_the_public_topic_list_and_details(registry, top
 
 
 def test_an_unowned_topic_shows_no_team(registry):
-    legacy = APIClient().get(reverse("api:topic-list"), {"search": "LEGACY"}).data["results"][0]
+    legacy = APIClient().get(reverse("api:topic-list"), {"q": "LEGACY"}).data["results"][0]
     assert (legacy["team"], legacy["team_name"]) == (None, None)
 
 
@@ -70,8 +70,8 @@ def test_an_unowned_topic_shows_no_team(registry):
         ({"state": "missing"}, ["LEGACY_IMPORTED"]),
         ({"origin": "applied"}, ["PAY_ORDER_CREATED", "PAY_REFUND", "SHIP_LABEL"]),
         ({"ordered": "true"}, ["PAY_REFUND"]),
-        ({"search": "pay"}, ["PAY_ORDER_CREATED", "PAY_REFUND", "SHIP_LABEL"]),
-        ({"search": "in order"}, ["PAY_REFUND"]),
+        ({"q": "pay"}, ["PAY_ORDER_CREATED", "PAY_REFUND", "SHIP_LABEL"]),
+        ({"q": "in order"}, ["PAY_REFUND"]),
         ({"ordering": "-name"}, ["SHIP_LABEL", "PAY_REFUND", "PAY_ORDER_CREATED", "LEGACY_IMPORTED"]),
         ({"team": "team", "ordered": "false"}, ["PAY_ORDER_CREATED"]),
     ],
@@ -110,7 +110,7 @@ def test_topic_list_is_paginated(cluster, team):
 
 def test_consumer_groups_show_their_subscriptions(registry, member, topic):
     client = logged_in(member)
-    billing = client.get(reverse("api:consumer-group-list"), {"search": "BILLING"}).data["results"][0]
+    billing = client.get(reverse("api:consumer-group-list"), {"q": "BILLING"}).data["results"][0]
     assert billing["message_model"] == "CLUSTERING"
     assert billing["subscriptions"] == [
         {"topic": topic.pk, "topic_name": "PAY_ORDER_CREATED", "tag_expression": "TagA || TagB"}

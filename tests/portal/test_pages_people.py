@@ -56,6 +56,15 @@ def test_the_header_shows_the_business_navigation_and_the_unread_count(client, m
     assert f'href="{reverse("notification-list")}"' in text
     assert '<span class="count hot">2</span>' in text
     assert reverse("audit-log") not in text and reverse("unowned-list") not in text
+    assert reverse("approval-queue") not in text
+
+
+def test_team_admins_see_the_approvals_link_even_with_nothing_to_decide(client, team_admin):
+    """They decide associations with their team's topics, so the queue is theirs (the same gate as the page's)."""
+    client.force_login(team_admin)
+    text = client.get(reverse("topic-list")).text
+    assert f'href="{reverse("approval-queue")}">Approvals <span class="count">0</span>' in text
+    assert reverse("audit-log") not in text and reverse("unowned-list") not in text
 
 
 def test_portal_admins_also_see_the_admin_navigation_with_the_pending_count(

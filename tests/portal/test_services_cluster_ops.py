@@ -5,9 +5,8 @@ import re
 
 import pytest
 
-from monitor.mqadmin.topics import ORDER_TOPIC_NAMESPACE
 from monitor.remoting.acl import AclCredentials
-from monitor.remoting.admin import MQAdmin
+from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE, MQAdmin
 from monitor.remoting.codes import ResponseCode
 from monitor.remoting.errors import RemotingError
 from monitor.sandbox.cluster import SandboxCluster

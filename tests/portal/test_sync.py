@@ -11,11 +11,10 @@ from datetime import timedelta
 
 import pytest
 from django.db import connections
-from django.utils import timezone
+from django.utils import timezone, translation
 
-from monitor.mqadmin.topics import ORDER_TOPIC_NAMESPACE
 from monitor.remoting import body as b
-from monitor.remoting.admin import MQAdmin
+from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE, MQAdmin
 from monitor.sandbox.cluster import SandboxCluster
 from portal.models import (
     AuditEntry,
@@ -30,7 +29,7 @@ from portal.models import (
     Topic,
 )
 from portal.services import registry
-from portal.services.sync import SYNC_LEASE, sync_cluster
+from portal.services.sync import SYNC_LEASE, SyncReport, sync_cluster
 from portal.validation import is_system_group, is_system_topic
 
 
@@ -304,3 +303,13 @@ def test_concurrent_syncs_of_one_cluster_do_not_both_run(cluster, sandbox, admin
     assert not second.ran and second.imported_topics == []
     assert results["first"].ran and "SYNC_RACE" in results["first"].imported_topics
     assert Topic.objects.filter(cluster=cluster, name="SYNC_RACE").count() == 1
+
+
+def test_a_sync_report_sums_itself_up_in_one_sentence():
+    report = SyncReport(cluster="prod", brokers=4, imported_topics=["A", "B"], missing_groups=["G"])
+    with translation.override("en"):
+        summary = report.summary()
+    assert summary == (
+        "Sync of prod: 4 brokers; imported 2 topics and 0 consumer groups; flagged 0 topics and 1 consumer groups "
+        "missing; restored 0 topics and 0 consumer groups."
+    )

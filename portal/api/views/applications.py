@@ -12,8 +12,8 @@ from portal.api.application_serializers import (
     DecisionSerializer,
 )
 from portal.api.errors import field_errors
-from portal.api.filters import ApplicationFilterSet
 from portal.api.views.base import ServiceViewSet
+from portal.filters import ApplicationFilterSet
 from portal.models import Application
 from portal.services import applications
 

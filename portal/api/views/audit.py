@@ -3,9 +3,9 @@
 from rest_framework import viewsets
 from rest_framework.permissions import IsAuthenticated
 
-from portal.api.filters import AuditEntryFilterSet
 from portal.api.permissions import IsPortalAdmin
 from portal.api.serializers import AuditEntrySerializer
+from portal.filters import AuditEntryFilterSet
 from portal.models import AuditEntry
 
 
@@ -14,5 +14,4 @@ class AuditEntryViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = AuditEntrySerializer
     permission_classes = [IsAuthenticated, IsPortalAdmin]
     filterset_class = AuditEntryFilterSet
-    search_fields = ["object_repr", "note"]
     ordering_fields = ["created_at", "action", "object_type"]

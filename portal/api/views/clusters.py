@@ -5,7 +5,6 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.permissions import IsAuthenticated
 
-from portal.api.filters import BrokerFilterSet
 from portal.api.permissions import IsPortalAdmin
 from portal.api.serializers import (
     BrokerSerializer,
@@ -14,6 +13,7 @@ from portal.api.serializers import (
     ClusterUpdateSerializer,
 )
 from portal.api.views.base import ServiceViewSet
+from portal.filters import BrokerFilterSet, ClusterFilterSet
 from portal.models import Broker, Cluster
 from portal.services import registry
 
@@ -22,7 +22,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ServiceVi
     queryset = Cluster.objects.prefetch_related("name_servers", "brokers")
     serializer_class = ClusterSerializer
     permission_classes = [IsAuthenticated]
-    search_fields = ["name", "description"]
+    filterset_class = ClusterFilterSet
     ordering_fields = ["name", "created_at", "last_synced_at"]
 
     def get_permissions(self):
@@ -49,5 +49,4 @@ class BrokerViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = BrokerSerializer
     permission_classes = [IsAuthenticated]
     filterset_class = BrokerFilterSet
-    search_fields = ["broker_name", "address"]
     ordering_fields = ["broker_name", "broker_id", "address", "last_seen_at"]

@@ -9,10 +9,10 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from portal.api.filters import NotificationFilterSet
 from portal.api.permissions import CanManageTeam, IsPortalAdmin
 from portal.api.serializers import MarkReadSerializer, MembershipSerializer, NotificationSerializer, TeamSerializer
 from portal.api.views.base import ServiceViewSet
+from portal.filters import NotificationFilterSet, TeamFilterSet
 from portal.models import Notification, Team
 from portal.services import notifications, registry
 
@@ -21,7 +21,7 @@ class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ServiceViewS
     queryset = Team.objects.all()
     serializer_class = TeamSerializer
     permission_classes = [IsAuthenticated]
-    search_fields = ["name", "description"]
+    filterset_class = TeamFilterSet
     ordering_fields = ["name", "created_at"]
 
     def get_permissions(self):

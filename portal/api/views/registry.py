@@ -7,7 +7,6 @@ from rest_framework import mixins
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 
-from portal.api.filters import ConsumerGroupFilterSet, ProducerGroupFilterSet, TopicFilterSet
 from portal.api.permissions import CanChangeEntry, IsPortalAdmin
 from portal.api.serializers import (
     AdoptionSerializer,
@@ -17,12 +16,12 @@ from portal.api.serializers import (
     TopicSerializer,
 )
 from portal.api.views.base import ServiceViewSet
+from portal.filters import ConsumerGroupFilterSet, ProducerGroupFilterSet, TopicFilterSet
 from portal.models import ConsumerGroup, ProducerGroup, Topic
 from portal.services import registry
 
 
 class RegistryEntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ServiceViewSet):
-    search_fields = ["name", "description"]
     ordering_fields = ["name", "created_at", "updated_at", "state"]
 
     def get_queryset(self):

@@ -1,8 +1,8 @@
 """Application pages: the forms that submit applications, the list and page of one's applications, cancelling.
 
 Each form view parses the form, hands the payload to ``portal.services.applications.submit`` and shows the
-service's ValidationError on the fields it names; the service decides whether the applicant may ask at all
-(PermissionDenied -> 403)."""
+service's ValidationError on the fields it names (the form comes back with 200, as every form page does); the
+service decides whether the applicant may ask at all (PermissionDenied -> 403)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -12,10 +12,11 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 
 from portal import access
+from portal.filters import ApplicationFilterSet
 from portal.models import Application, ApplicationKind, ConsumerGroup, ProducerGroup, Topic
 from portal.services import applications
-from portal.web.admin_views import _topic_names, describe_payload
-from portal.web.filters import ApplicationFilterSet
+from portal.web.display import describe_payload, topic_names
+from portal.web.entries import visible_entry
 from portal.web.forms import (
     AssociationForm,
     ConsumerGroupCreateForm,
@@ -27,23 +28,20 @@ from portal.web.forms import (
     applicable_teams,
     submitted,
 )
-from portal.web.paging import paginate
+from portal.web.paging import filtered_page
 
 
-def _to_the_application(request, application):
+def _submit(request, form, formset=None, **arguments):
+    """Submit an application and go to its page; None after showing the service's field errors on the form."""
+    try:
+        application = applications.submit(request.user, reason=form.cleaned_data["reason"], **arguments)
+    except ValidationError as error:
+        form.show_errors(error, formset)
+        return None
     messages.success(
         request, _("Application #%(id)s submitted; you will be notified when it is decided.") % {"id": application.pk}
     )
     return redirect("application-detail", application.pk)
-
-
-def _submit(request, form, formset=None, **arguments):
-    """Submit an application; returns it, or None after showing the service's field errors on the form."""
-    try:
-        return applications.submit(request.user, reason=form.cleaned_data["reason"], **arguments)
-    except ValidationError as error:
-        form.show_errors(error, formset)
-        return None
 
 
 def _require_a_team(user):
@@ -58,7 +56,7 @@ def apply_topic(request):
     form = TopicCreateForm(submitted(request), user=request.user)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        application = _submit(
+        done = _submit(
             request,
             form,
             kind=ApplicationKind.TOPIC_CREATE,
@@ -66,8 +64,8 @@ def apply_topic(request):
             cluster=data["cluster"],
             payload=form.payload(),
         )
-        if application:
-            return _to_the_application(request, application)
+        if done:
+            return done
     return render(request, "portal/apply_topic.html", {"form": form})
 
 
@@ -85,7 +83,7 @@ def apply_consumer_group(request):
         data = form.cleaned_data
         subscriptions = formset.subscriptions(data["cluster"], request.user)
         if subscriptions is not None:
-            application = _submit(
+            done = _submit(
                 request,
                 form,
                 formset,
@@ -94,8 +92,8 @@ def apply_consumer_group(request):
                 cluster=data["cluster"],
                 payload=form.payload(subscriptions),
             )
-            if application:
-                return _to_the_application(request, application)
+            if done:
+                return done
     return render(request, "portal/apply_consumer_group.html", {"form": form, "formset": formset})
 
 
@@ -107,7 +105,7 @@ def apply_producer_group(request):
         data = form.cleaned_data
         payload = form.payload(request.user)
         if payload is not None:
-            application = _submit(
+            done = _submit(
                 request,
                 form,
                 kind=ApplicationKind.PRODUCER_GROUP_CREATE,
@@ -115,23 +113,19 @@ def apply_producer_group(request):
                 cluster=data["cluster"],
                 payload=payload,
             )
-            if application:
-                return _to_the_application(request, application)
+            if done:
+                return done
     return render(request, "portal/apply_producer_group.html", {"form": form})
-
-
-def _visible_topic(user, pk):
-    return get_object_or_404(Topic.objects.visible_to(user).select_related("cluster", "team"), pk=pk)
 
 
 @login_required
 def topic_apply_change(request, pk):
-    topic = _visible_topic(request.user, pk)
+    topic = visible_entry(Topic, request.user, pk)
     if not access.can_change(request.user, topic):
         raise PermissionDenied
     form = TopicChangeForm(submitted(request), topic=topic)
     if request.method == "POST" and form.is_valid():
-        application = _submit(
+        done = _submit(
             request,
             form,
             kind=ApplicationKind.TOPIC_CHANGE,
@@ -140,18 +134,18 @@ def topic_apply_change(request, pk):
             payload=form.payload(),
             topic=topic,
         )
-        if application:
-            return _to_the_application(request, application)
+        if done:
+            return done
     return render(request, "portal/apply_topic_change.html", {"form": form, "topic": topic})
 
 
 @login_required
 def topic_associate(request, pk):
-    topic = _visible_topic(request.user, pk)
+    topic = visible_entry(Topic, request.user, pk)
     _require_a_team(request.user)
     form = AssociationForm(submitted(request), user=request.user)
     if request.method == "POST" and form.is_valid():
-        application = _submit(
+        done = _submit(
             request,
             form,
             kind=ApplicationKind.TOPIC_ASSOCIATION,
@@ -160,8 +154,8 @@ def topic_associate(request, pk):
             payload={"role": form.cleaned_data["role"]},
             topic=topic,
         )
-        if application:
-            return _to_the_application(request, application)
+        if done:
+            return done
     return render(request, "portal/apply_topic_association.html", {"form": form, "topic": topic})
 
 
@@ -171,28 +165,27 @@ def _apply_deletion(request, entry, kind, target):
         raise PermissionDenied
     form = DeletionForm(submitted(request))
     if request.method == "POST" and form.is_valid():
-        application = _submit(
-            request, form, kind=kind, team=entry.team, cluster=entry.cluster, payload={}, **{target: entry}
-        )
-        if application:
-            return _to_the_application(request, application)
+        done = _submit(request, form, kind=kind, team=entry.team, cluster=entry.cluster, payload={}, **{target: entry})
+        if done:
+            return done
     return render(request, "portal/apply_deletion.html", {"form": form, "entry": entry, "kind": kind})
 
 
 @login_required
 def topic_apply_delete(request, pk):
-    return _apply_deletion(request, _visible_topic(request.user, pk), ApplicationKind.TOPIC_DELETE, "topic")
+    topic = visible_entry(Topic, request.user, pk)
+    return _apply_deletion(request, topic, ApplicationKind.TOPIC_DELETE, "topic")
 
 
 @login_required
 def consumer_group_apply_delete(request, pk):
-    group = get_object_or_404(ConsumerGroup.objects.visible_to(request.user).select_related("cluster", "team"), pk=pk)
+    group = visible_entry(ConsumerGroup, request.user, pk)
     return _apply_deletion(request, group, ApplicationKind.CONSUMER_GROUP_DELETE, "consumer_group")
 
 
 @login_required
 def producer_group_apply_delete(request, pk):
-    group = get_object_or_404(ProducerGroup.objects.visible_to(request.user).select_related("cluster", "team"), pk=pk)
+    group = visible_entry(ProducerGroup, request.user, pk)
     return _apply_deletion(request, group, ApplicationKind.PRODUCER_GROUP_DELETE, "producer_group")
 
 
@@ -202,10 +195,7 @@ def application_list(request):
     visible = Application.objects.visible_to(request.user).select_related(
         "applicant", "team", "cluster", "topic", "consumer_group", "producer_group"
     )
-    filterset = ApplicationFilterSet(request.GET, queryset=visible, request=request)
-    return render(
-        request, "portal/application_list.html", {"filter": filterset, "page": paginate(request, filterset.qs)}
-    )
+    return render(request, "portal/application_list.html", filtered_page(request, ApplicationFilterSet, visible))
 
 
 def _visible_application(user, pk):
@@ -223,7 +213,7 @@ def application_detail(request, pk):
     application = _visible_application(request.user, pk)
     context = {
         "application": application,
-        "asked": describe_payload(application, _topic_names([application])),
+        "asked": describe_payload(application, topic_names([application])),
         "can_cancel": access.can_cancel(request.user, application),
         "can_decide": access.can_decide(request.user, application),
     }

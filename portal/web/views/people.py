@@ -7,7 +7,6 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 
@@ -16,6 +15,7 @@ from portal.models import Application, ConsumerGroup, Notification, ProducerGrou
 from portal.services import notifications, registry
 from portal.services.profiles import profile_for, update_profile
 from portal.web.forms import MemberAddForm, MemberRemoveForm, ProfileForm, submitted
+from portal.web.navigation import redirect_back
 from portal.web.paging import paginate
 
 DASHBOARD_ROWS = 20
@@ -39,13 +39,6 @@ def dashboard(request):
         "teams": Team.objects.filter(memberships__user=user).order_by("name"),
     }
     return render(request, "portal/dashboard.html", context)
-
-
-def _safe_next(request, fallback: str) -> str:
-    target = request.POST.get("next") or request.GET.get("next") or ""
-    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        return target
-    return fallback
 
 
 @login_required
@@ -72,7 +65,7 @@ def profile_language(request):
         update_profile(request.user, language=request.POST.get("language", ""))
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
-    return redirect(_safe_next(request, "dashboard"))
+    return redirect_back(request, "dashboard")
 
 
 @login_required
@@ -80,7 +73,7 @@ def notification_list(request):
     if request.method == "POST":
         ids = None if "all" in request.POST else [int(i) for i in request.POST.getlist("ids") if i.isdigit()]
         notifications.mark_read(request.user, ids)
-        return redirect(_safe_next(request, "notification-list"))
+        return redirect_back(request, "notification-list")
     return render(
         request,
         "portal/notification_list.html",
@@ -95,7 +88,7 @@ def team_list(request):
     return render(request, "portal/team_list.html", {"teams": teams, "my_team_ids": access.team_ids(request.user)})
 
 
-def _team_page(request, team, add_form=None, status=200):
+def _team_page(request, team, add_form=None):
     context = {
         "team": team,
         "memberships": team.memberships.select_related("user").order_by("user__username"),
@@ -105,7 +98,7 @@ def _team_page(request, team, add_form=None, status=200):
         "can_manage": access.can_manage_team(request.user, team),
         "add_form": add_form or MemberAddForm(),
     }
-    return render(request, "portal/team_detail.html", context, status=status)
+    return render(request, "portal/team_detail.html", context)
 
 
 @login_required

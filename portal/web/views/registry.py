@@ -7,17 +7,17 @@ comes from the querysets of ``portal.access`` (invisible -> 404), what they may 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
 from portal import access
+from portal.filters import ConsumerGroupFilterSet, TopicFilterSet
 from portal.models import Application, ApplicationState, ConsumerGroup, ProducerGroup, Subscription, Topic
 from portal.services import registry
-from portal.web.entries import detail_url_name, entry_model
-from portal.web.filters import ConsumerGroupFilterSet, TopicFilterSet
+from portal.web.entries import detail_url_name, entry_model, visible_entry
 from portal.web.forms import DescriptionForm, submitted
-from portal.web.paging import paginate
+from portal.web.paging import filtered_page
 
 
 def _pending_applications(user, **target):
@@ -31,14 +31,13 @@ def _pending_applications(user, **target):
 @require_safe
 def topic_list(request):
     topics = Topic.objects.visible_to(request.user).select_related("cluster", "team")
-    filterset = TopicFilterSet(request.GET, queryset=topics, request=request)
-    return render(request, "portal/topic_list.html", {"filter": filterset, "page": paginate(request, filterset.qs)})
+    return render(request, "portal/topic_list.html", filtered_page(request, TopicFilterSet, topics))
 
 
 @require_safe
 def topic_detail(request, pk):
-    topic = get_object_or_404(Topic.objects.visible_to(request.user).select_related("cluster", "team"), pk=pk)
     user = request.user
+    topic = visible_entry(Topic, user, pk)
     subscriptions = (
         Subscription.objects.filter(topic=topic, consumer_group__in=ConsumerGroup.objects.visible_to(user))
         .select_related("consumer_group__team")
@@ -60,17 +59,14 @@ def topic_detail(request, pk):
 @require_safe
 def consumer_group_list(request):
     groups = ConsumerGroup.objects.visible_to(request.user).select_related("cluster", "team")
-    filterset = ConsumerGroupFilterSet(request.GET, queryset=groups, request=request)
-    return render(
-        request, "portal/consumer_group_list.html", {"filter": filterset, "page": paginate(request, filterset.qs)}
-    )
+    return render(request, "portal/consumer_group_list.html", filtered_page(request, ConsumerGroupFilterSet, groups))
 
 
 @login_required
 @require_safe
 def consumer_group_detail(request, pk):
     user = request.user
-    group = get_object_or_404(ConsumerGroup.objects.visible_to(user).select_related("cluster", "team"), pk=pk)
+    group = visible_entry(ConsumerGroup, user, pk)
     context = {
         "group": group,
         "subscriptions": group.subscriptions.select_related("topic").order_by("topic__name"),
@@ -85,7 +81,7 @@ def consumer_group_detail(request, pk):
 @require_safe
 def producer_group_detail(request, pk):
     user = request.user
-    group = get_object_or_404(ProducerGroup.objects.visible_to(user).select_related("cluster", "team"), pk=pk)
+    group = visible_entry(ProducerGroup, user, pk)
     context = {
         "group": group,
         "topics": group.topics.select_related("team").order_by("name"),
@@ -99,7 +95,7 @@ def producer_group_detail(request, pk):
 @login_required
 def entry_description(request, kind, pk):
     """Edit the portal-only description of a topic or group (no application needed: the cluster never sees it)."""
-    entry = get_object_or_404(entry_model(kind).objects.visible_to(request.user), pk=pk)
+    entry = visible_entry(entry_model(kind), request.user, pk)
     if not access.can_change(request.user, entry):
         raise PermissionDenied
     form = DescriptionForm(submitted(request), initial={"description": entry.description})

@@ -1,0 +1,219 @@
+"""The filters of every list, one definition per model, shared by the pages (the query-string form above a list) and
+the API (query parameters, documented in the schema by these labels and help texts), so that a filter means the
+same in both.
+
+- ``?q=`` is the text search: every word of it must appear, in any case, in one of the list's searched fields.
+- Yes/no filters take ``true`` or ``false`` (the pages show them as selects); ``mine`` is a checkbox on the pages.
+- A page ignores an invalid value; the API answers it with a 400 field error (django-filter's DRF backend).
+- Ordering is the API's alone (DRF's ``?ordering=``); each page lists in one fixed order.
+"""
+
+import operator
+from functools import reduce
+
+import django_filters
+from django import forms
+from django.db.models import Q
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
+
+from portal.models import (
+    Application,
+    ApplicationKind,
+    ApplicationState,
+    AuditEntry,
+    Broker,
+    Cluster,
+    ConsumerGroup,
+    MessageModel,
+    Notification,
+    Origin,
+    ProducerGroup,
+    RegistryState,
+    Team,
+    Topic,
+)
+
+
+class TextSearch(django_filters.CharFilter):
+    """``?q=``: each word must appear (case-insensitively) in one of ``search_fields``, as DRF's SearchFilter does."""
+
+    def __init__(self, search_fields: tuple[str, ...], **kwargs):
+        help_text = format_lazy(
+            _("Words that must each appear, in any case, in one of: {fields}."), fields=", ".join(search_fields)
+        )
+        super().__init__(label=_("Search"), help_text=help_text, **kwargs)
+        self.search_fields = search_fields
+
+    def filter(self, queryset, value):
+        for word in value.split():
+            anywhere = (Q(**{f"{field}__icontains": word}) for field in self.search_fields)
+            queryset = queryset.filter(reduce(operator.or_, anywhere))
+        return queryset
+
+
+def yes_no(label, **kwargs) -> django_filters.BooleanFilter:
+    """A boolean filter, shown as a select of any / yes / no."""
+    choices = [("", _("any")), ("true", _("yes")), ("false", _("no"))]
+    return django_filters.BooleanFilter(label=label, widget=forms.Select(choices=choices), **kwargs)
+
+
+def by_cluster() -> django_filters.ModelChoiceFilter:
+    return django_filters.ModelChoiceFilter(
+        label=_("Cluster"), queryset=Cluster.objects.all(), empty_label=_("All clusters")
+    )
+
+
+def by_team() -> django_filters.ModelChoiceFilter:
+    return django_filters.ModelChoiceFilter(label=_("Team"), queryset=Team.objects.all(), empty_label=_("All teams"))
+
+
+class PortalFilterSet(django_filters.FilterSet):
+    """``only`` narrows one instance to the filters that make sense on its page (the approval queue, where every
+    application is pending, has no use for the state filter); the others are neither shown nor applied."""
+
+    def __init__(self, *args, only: tuple[str, ...] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if only is not None:
+            self.filters = {name: self.filters[name] for name in only}
+
+
+# In this order on the pages; each kind adds its own filters, then "mine" (a checkbox) comes last.
+REGISTRY_FILTERS = ["q", "cluster", "team", "unowned", "state", "origin"]
+
+
+class RegistryFilterSet(PortalFilterSet):
+    """What topics, consumer groups and producer groups share; usable as it is on a list of any of them."""
+
+    q = TextSearch(("name", "description"))
+    cluster = by_cluster()
+    team = by_team()
+    unowned = yes_no(_("Unowned"), field_name="team", lookup_expr="isnull", help_text=_("Without an owning team."))
+    state = django_filters.ChoiceFilter(label=_("State"), choices=RegistryState.choices, empty_label=_("Any state"))
+    origin = django_filters.ChoiceFilter(label=_("Origin"), choices=Origin.choices, empty_label=_("Any origin"))
+    mine = django_filters.BooleanFilter(
+        label=_("My teams' only"),
+        method="owned_by_me",
+        widget=forms.CheckboxInput,
+        help_text=_("Owned by one of your teams."),
+    )
+
+    def owned_by_me(self, queryset, name, value: bool):
+        return queryset.owned_by(self.request.user) if value else queryset
+
+
+class TopicFilterSet(RegistryFilterSet):
+    ordered = yes_no(_("Ordered"))
+    trace_enabled = yes_no(_("Message trace"))
+
+    class Meta:
+        model = Topic
+        fields = [*REGISTRY_FILTERS, "ordered", "trace_enabled", "mine"]
+
+
+class ConsumerGroupFilterSet(RegistryFilterSet):
+    message_model = django_filters.ChoiceFilter(
+        label=_("Message model"), choices=MessageModel.choices, empty_label=_("Any message model")
+    )
+    # Hidden on the pages (an id is nothing to type): a link may set it, and the filter form keeps it.
+    topic = django_filters.NumberFilter(
+        label=_("Subscribes to the topic with this id"), field_name="subscriptions__topic", widget=forms.HiddenInput
+    )
+
+    class Meta:
+        model = ConsumerGroup
+        fields = [*REGISTRY_FILTERS, "message_model", "topic", "mine"]
+
+
+class ProducerGroupFilterSet(RegistryFilterSet):
+    topic = django_filters.NumberFilter(
+        label=_("Produces to the topic with this id"), field_name="topics", widget=forms.HiddenInput
+    )
+
+    class Meta:
+        model = ProducerGroup
+        fields = [*REGISTRY_FILTERS, "topic", "mine"]
+
+
+class ApplicationFilterSet(PortalFilterSet):
+    kind = django_filters.ChoiceFilter(label=_("Kind"), choices=ApplicationKind.choices, empty_label=_("All kinds"))
+    state = django_filters.ChoiceFilter(label=_("State"), choices=ApplicationState.choices, empty_label=_("Any state"))
+    team = by_team()
+    cluster = by_cluster()
+    applicant = django_filters.CharFilter(
+        label=_("Applicant"), field_name="applicant__username", lookup_expr="icontains"
+    )
+    mine = django_filters.BooleanFilter(
+        label=_("Mine only"), method="applied_by_me", widget=forms.CheckboxInput, help_text=_("Submitted by you.")
+    )
+
+    class Meta:
+        model = Application
+        fields = ["kind", "state", "team", "cluster", "applicant", "mine"]
+
+    def applied_by_me(self, queryset, name, value: bool):
+        return queryset.filter(applicant=self.request.user) if value else queryset
+
+
+DATE_INPUT = forms.DateInput(attrs={"type": "date"})
+
+
+class AuditEntryFilterSet(PortalFilterSet):
+    """Dates are whole days in the viewer's time zone (Django converts for ``__date``); the action and object type
+    choices are the values recorded so far."""
+
+    q = TextSearch(("object_repr", "note"))
+    actor = django_filters.CharFilter(label=_("Actor"), field_name="actor_name", lookup_expr="icontains")
+    action = django_filters.AllValuesFilter(label=_("Action"), empty_label=_("All actions"))
+    object_type = django_filters.AllValuesFilter(label=_("Object type"), empty_label=_("All types"))
+    cluster = by_cluster()
+    created_after = django_filters.DateFilter(
+        label=_("From"),
+        field_name="created_at",
+        lookup_expr="date__gte",
+        widget=DATE_INPUT,
+        help_text=_("Recorded on or after this day (YYYY-MM-DD), in your time zone."),
+    )
+    created_before = django_filters.DateFilter(
+        label=_("To"),
+        field_name="created_at",
+        lookup_expr="date__lte",
+        widget=DATE_INPUT,
+        help_text=_("Recorded on or before this day (YYYY-MM-DD), in your time zone."),
+    )
+
+    class Meta:
+        model = AuditEntry
+        fields = ["q", "actor", "action", "object_type", "object_id", "cluster", "created_after", "created_before"]
+
+
+class ClusterFilterSet(PortalFilterSet):
+    q = TextSearch(("name", "description"))
+
+    class Meta:
+        model = Cluster
+        fields = ["q"]
+
+
+class BrokerFilterSet(PortalFilterSet):
+    q = TextSearch(("broker_name", "address"))
+
+    class Meta:
+        model = Broker
+        fields = ["q", "cluster", "role", "present", "broker_name"]
+
+
+class TeamFilterSet(PortalFilterSet):
+    q = TextSearch(("name", "description"))
+
+    class Meta:
+        model = Team
+        fields = ["q"]
+
+
+class NotificationFilterSet(PortalFilterSet):
+    unread = yes_no(_("Unread"), field_name="read_at", lookup_expr="isnull")
+
+    class Meta:
+        model = Notification
+        fields = ["unread"]

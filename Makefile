@@ -6,8 +6,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements.stamp
 # Debian packages the suite and the demo use (installed only when missing): Redis for Celery, PostgreSQL for the
-# suite's second run (tests/pg.py starts a throwaway server; the package also creates the `postgres` user).
-DEBIAN_PACKAGES := redis-server postgresql
+# suite's second run (tests/pg.py starts a throwaway server; the package also creates the `postgres` user), gettext
+# for `make messages` and the catalog completeness test.
+DEBIAN_PACKAGES := redis-server postgresql gettext
 ONLY ?=
 
 .PHONY: venv sysdeps test lint format bench demo messages clean
@@ -50,11 +51,11 @@ demo: venv sysdeps
 # The translation catalogs (portal/locale): re-extract every string of portal/ and templates/ into the English and
 # Simplified Chinese .po files, then compile the .mo files (both are committed, so a fresh clone needs no gettext).
 # Translate what makemessages added (msgstr "") in portal/locale/zh_Hans before committing; tests/portal/test_i18n.py
-# fails on any untranslated string.
+# fails on any untranslated string. References name files only (no line numbers), so moved code changes nothing.
 I18N_IGNORE := $(addprefix --ignore=,.venv var static staticfiles tests monitor stats sparkjobs docs)
 
 messages: venv
-	$(PY) manage.py makemessages -l zh_Hans -l en --no-obsolete $(I18N_IGNORE)
+	$(PY) manage.py makemessages -l zh_Hans -l en --no-obsolete --add-location=file $(I18N_IGNORE)
 	$(PY) manage.py compilemessages -l zh_Hans -l en $(I18N_IGNORE)
 
 clean:

@@ -1,6 +1,7 @@
 """Serializers of applications. The input serializer checks only types and that the ids exist and are visible;
 ``portal.services.applications.submit`` validates the payload per kind and decides whether the user may apply."""
 
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from portal.api.serializers import VisiblePrimaryKeyRelatedField
@@ -52,7 +53,7 @@ class ApplicationSubmissionSerializer(serializers.Serializer):
         required=False,
         allow_null=True,
         default=None,
-        help_text="Defaults to the target's",
+        help_text=_("Defaults to the target's"),
     )
     payload = serializers.DictField(required=False, default=dict)
     reason = serializers.CharField(required=False, allow_blank=True, default="")

@@ -2,6 +2,7 @@
 only shape a request (types, known ids) for a service, which validates the rest with the model's own rules."""
 
 from django.contrib.auth import get_user_model
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from portal.models import (
@@ -74,7 +75,7 @@ class ClusterSerializer(serializers.ModelSerializer):
 class ClusterRegistrationSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField(required=False, allow_blank=True, default="")
-    namesrv_addrs = serializers.ListField(child=serializers.CharField(), help_text="host:port of each name server")
+    namesrv_addrs = serializers.ListField(child=serializers.CharField(), help_text=_("host:port of each name server"))
     acl_access_key = serializers.CharField(required=False, allow_blank=True, default="")
     acl_secret_key = serializers.CharField(required=False, allow_blank=True, default="", write_only=True)
     trace_topic = serializers.CharField(required=False)
@@ -214,5 +215,5 @@ class MarkReadSerializer(serializers.Serializer):
         required=False,
         allow_null=True,
         default=None,
-        help_text="The notifications to mark read; omit to mark all of them.",
+        help_text=_("The notifications to mark read; omit to mark all of them."),
     )

@@ -52,11 +52,11 @@ demo: venv sysdeps
 # Simplified Chinese .po files, then compile the .mo files (both are committed, so a fresh clone needs no gettext).
 # Translate what makemessages added (msgstr "") in portal/locale/zh_Hans before committing; tests/portal/test_i18n.py
 # fails on any untranslated string. References name files only (no line numbers), so moved code changes nothing.
-I18N_IGNORE := $(addprefix --ignore=,.venv var static staticfiles tests monitor stats sparkjobs docs)
+I18N_IGNORE := $(addprefix --ignore=,.venv var static tests monitor stats sparkjobs docs)
 
 messages: venv
 	$(PY) manage.py makemessages -l zh_Hans -l en --no-obsolete --add-location=file $(I18N_IGNORE)
 	$(PY) manage.py compilemessages -l zh_Hans -l en $(I18N_IGNORE)
 
 clean:
-	rm -rf $(VENV) var staticfiles
+	rm -rf $(VENV) var

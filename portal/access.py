@@ -107,7 +107,7 @@ def can_manage_team(user, team) -> bool:
 
 
 def can_administer(user) -> bool:
-    """Clusters, adoption of unowned entries, the audit log and new teams."""
+    """Clusters, adoption of unowned entries, the audit log, new teams and user accounts."""
     return is_portal_admin(user)
 
 

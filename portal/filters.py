@@ -13,6 +13,7 @@ from functools import reduce
 
 import django_filters
 from django import forms
+from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
@@ -209,6 +210,16 @@ class TeamFilterSet(PortalFilterSet):
     class Meta:
         model = Team
         fields = ["q"]
+
+
+class UserFilterSet(PortalFilterSet):
+    q = TextSearch(("username", "email", "first_name", "last_name"))
+    portal_admin = yes_no(_("Portal admin"), field_name="is_staff")
+    active = yes_no(_("Active"), field_name="is_active")
+
+    class Meta:
+        model = get_user_model()
+        fields = ["q", "portal_admin", "active"]
 
 
 class NotificationFilterSet(PortalFilterSet):

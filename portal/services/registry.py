@@ -1,5 +1,5 @@
 """Registry changes that are not applications: registering and editing clusters, adopting unowned entries,
-descriptions, teams and their members.
+descriptions, teams and their members, and the portal's users.
 
 Each function checks the actor's right through ``portal.access`` (PermissionDenied), validates (ValidationError
 keyed by field, nothing written), changes the rows in one transaction and writes the audit entry with the object
@@ -8,6 +8,7 @@ before and after. Topics and groups themselves only change through applications 
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model, password_validation
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
@@ -232,3 +233,91 @@ def remove_member(team: Team, user, *, by) -> None:
         before = audit.snapshot(membership)
         audit.record(by, "membership.deleted", membership, before=before)
         membership.delete()
+
+
+# --- users ------------------------------------------------------------------------------------------------------
+# Portal admins create the portal's users and decide who else is one (``is_staff``). Snapshots mask the password
+# hash (``audit.snapshot`` masks every ``password`` field).
+
+
+def _validated_password(password, user) -> None:
+    """Django's password validators (settings.AUTH_PASSWORD_VALIDATORS), their errors on ``password``."""
+    if not password:
+        raise ValidationError({"password": _("Give a password.")})
+    try:
+        password_validation.validate_password(password, user)
+    except ValidationError as exc:
+        raise ValidationError({"password": exc.error_list}) from exc
+
+
+def create_user(*, username, email="", password, is_portal_admin=False, by):
+    """A new active user who can log in with ``password``; a portal admin too if ``is_portal_admin``. Usernames are
+    unique whatever their case (as Django's own user creation form has it), so "Alice" cannot pose as "alice"."""
+    _require(access.can_administer(by))
+    user_model = get_user_model()
+    user = user_model(
+        username=user_model.normalize_username((username or "").strip()),
+        email=user_model.objects.normalize_email((email or "").strip()),
+        is_staff=bool(is_portal_admin),
+    )
+    errors = {}
+    try:
+        _validated_password(password, user)
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    user.set_password(password)
+    try:
+        user.full_clean()
+    except ValidationError as exc:
+        for field, messages in exc.message_dict.items():
+            errors.setdefault(field, []).extend(messages)
+    if "username" not in errors and user_model.objects.filter(username__iexact=user.username).exists():
+        errors["username"] = [_("A user with that username already exists.")]
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        user.save()
+        audit.record(by, "user.created", user, after=audit.snapshot(user))
+    return user
+
+
+def update_user(user, *, by, email=None, is_portal_admin=None, is_active=None):
+    """Change a user's email, portal admin flag or active flag (``None`` keeps the current value). A deactivated user
+    can no longer log in. Portal admins may not take away their own admin flag or deactivate themselves: that is how
+    the portal always keeps an admin who can undo a change."""
+    _require(access.can_administer(by))
+    errors = {}
+    if user.pk == by.pk and is_portal_admin is False:
+        errors["is_portal_admin"] = [_("You cannot remove your own portal admin rights; ask another portal admin.")]
+    if user.pk == by.pk and is_active is False:
+        errors["is_active"] = [_("You cannot deactivate yourself; ask another portal admin.")]
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        user = type(user).objects.select_for_update().get(pk=user.pk)
+        before = audit.snapshot(user)
+        if email is not None:
+            user.email = type(user).objects.normalize_email(email.strip())
+        if is_portal_admin is not None:
+            user.is_staff = bool(is_portal_admin)
+        if is_active is not None:
+            user.is_active = bool(is_active)
+        user.full_clean()
+        user.save(update_fields=["email", "is_staff", "is_active"])
+        after = audit.snapshot(user)
+        if after != before:
+            audit.record(by, "user.changed", user, before=before, after=after)
+    return user
+
+
+def set_password(user, password, *, by):
+    """Give a user a new password (Django's validators apply). Their web sessions end, as Django ends every session
+    whose password changed (an API token stays valid). The audit entry says that it changed, never what to."""
+    _require(access.can_administer(by))
+    with transaction.atomic():
+        user = type(user).objects.select_for_update().get(pk=user.pk)
+        _validated_password(password, user)
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        audit.record(by, "user.password_changed", user)
+    return user

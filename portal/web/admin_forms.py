@@ -1,4 +1,4 @@
-"""Forms of the admin pages (approval queue, clusters, unowned entries, teams); their lists' filters are in
+"""Forms of the admin pages (approval queue, clusters, unowned entries, teams, users); their lists' filters are in
 ``portal.filters``.
 
 Like the business forms they only parse input into what the services take; the rules themselves (cluster names,
@@ -9,6 +9,7 @@ on the fields through :meth:`ServiceForm.show_errors`.
 import re
 
 from django import forms
+from django.contrib.auth import password_validation
 from django.utils.translation import gettext_lazy as _
 
 from portal.models import Team
@@ -104,3 +105,61 @@ class EntryKindForm(forms.Form):
 class TeamForm(ServiceForm):
     name = forms.CharField(label=_("Name"), max_length=64)
     description = forms.CharField(label=_("Description"), widget=forms.Textarea(attrs={"rows": 3}), required=False)
+
+
+class PasswordForm(ServiceForm):
+    """A new password, typed twice; how strong it must be is the service's business (Django's validators). Never
+    rendered back."""
+
+    password = forms.CharField(
+        label=_("Password"),
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text=password_validation.password_validators_help_text_html(),
+    )
+    password_again = forms.CharField(
+        label=_("Password again"),
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("password") and data.get("password_again") and data["password"] != data["password_again"]:
+            self.add_error("password_again", _("The two passwords differ."))
+        return data
+
+    def new_password(self) -> str:
+        return self.cleaned_data["password"]
+
+
+def portal_admin_field() -> forms.BooleanField:
+    return forms.BooleanField(
+        label=_("Portal admin"),
+        required=False,
+        help_text=_("Portal admins manage clusters, teams and users and decide applications."),
+    )
+
+
+class UserCreateForm(PasswordForm):
+    username = forms.CharField(label=_("User name"), max_length=150)
+    email = forms.EmailField(label=_("Email"), required=False)
+    is_portal_admin = portal_admin_field()
+    field_order = ["username", "email", "password", "password_again", "is_portal_admin"]
+
+    def user_fields(self) -> dict:
+        """What ``create_user`` takes."""
+        return {key: self.cleaned_data[key] for key in ("username", "email", "password", "is_portal_admin")}
+
+
+class UserForm(ServiceForm):
+    """Editing a user: email and the two flags (an unticked box clears its flag, as HTML forms send nothing)."""
+
+    email = forms.EmailField(label=_("Email"), required=False)
+    is_portal_admin = portal_admin_field()
+    is_active = forms.BooleanField(label=_("Active"), required=False, help_text=_("Only active users can log in."))
+
+    @classmethod
+    def for_user(cls, user, data=None) -> "UserForm":
+        initial = {"email": user.email, "is_portal_admin": user.is_staff, "is_active": user.is_active}
+        return cls(data, initial=initial)

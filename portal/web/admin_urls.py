@@ -16,4 +16,7 @@ urlpatterns = [
     path("unowned/<slug:kind>/<int:pk>/adopt/", views.entry_adopt, name="entry-adopt"),
     path("audit/", views.audit_log, name="audit-log"),
     path("teams/new/", views.team_create, name="team-create"),
+    path("users/", views.user_list, name="user-list"),
+    path("users/new/", views.user_create, name="user-create"),
+    path("users/<int:pk>/", views.user_detail, name="user-detail"),
 ]

@@ -1,4 +1,5 @@
-"""The admin pages: the approval queue, clusters and their brokers, unowned entries, the audit log, new teams.
+"""The admin pages: the approval queue, clusters and their brokers, unowned entries, the audit log, new teams, and
+the users (creating them, their flags, their passwords).
 
 Each view parses the request, calls one service and renders; who may do what is asked of ``portal.access`` (and the
 services check it again). Cluster pages are readable by every signed-in user; the rest is for portal admins, except
@@ -10,6 +11,7 @@ does not offer is 405 for everyone signed in, and a form with errors comes back 
 from functools import wraps
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model, update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Q
@@ -20,7 +22,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST, require_safe
 
 from portal import access
-from portal.filters import ApplicationFilterSet, AuditEntryFilterSet, RegistryFilterSet
+from portal.filters import ApplicationFilterSet, AuditEntryFilterSet, RegistryFilterSet, UserFilterSet
 from portal.models import (
     Application,
     AuditEntry,
@@ -34,9 +36,19 @@ from portal.models import (
 from portal.services import applications, registry, sync
 from portal.services.applications import InvalidTransition
 from portal.services.cluster_ops import ClusterOperationError
-from portal.web.admin_forms import AdoptForm, ClusterForm, EntryKindForm, RejectForm, TeamForm
+from portal.web.admin_forms import (
+    AdoptForm,
+    ClusterForm,
+    EntryKindForm,
+    PasswordForm,
+    RejectForm,
+    TeamForm,
+    UserCreateForm,
+    UserForm,
+)
 from portal.web.display import changed_values, describe_payload, topic_names
 from portal.web.entries import DETAIL_URL_NAMES, ENTRY_MODELS, entry_model
+from portal.web.forms import submitted
 from portal.web.navigation import redirect_back
 from portal.web.paging import filtered_page
 
@@ -315,3 +327,66 @@ def team_create(request):
             messages.success(request, _("Team %(name)s created.") % {"name": team.name})
             return redirect("team-detail", pk=team.pk)
     return render(request, "portal/admin/team_form.html", {"form": form})
+
+
+# --- users ------------------------------------------------------------------------------------------------------
+
+
+def _users():
+    return get_user_model().objects.prefetch_related("memberships__team")
+
+
+@login_required
+@require_safe
+@allowed_if(access.can_administer)
+def user_list(request):
+    context = filtered_page(request, UserFilterSet, _users().order_by("username"))
+    return render(request, "portal/admin/user_list.html", context)
+
+
+@login_required
+@allowed_if(access.can_administer)
+def user_create(request):
+    form = UserCreateForm(submitted(request))
+    if form.is_valid():
+        try:
+            user = registry.create_user(by=request.user, **form.user_fields())
+        except ValidationError as error:
+            form.show_errors(error)
+        else:
+            messages.success(request, _("User %(name)s created.") % {"name": user.get_username()})
+            return redirect("user-detail", pk=user.pk)
+    return render(request, "portal/admin/user_form.html", {"form": form})
+
+
+# The user page holds two forms; the password form says so with this value of its hidden ``form`` field.
+PASSWORD_FORM = "password"
+
+
+@login_required
+@allowed_if(access.can_administer)
+def user_detail(request, pk):
+    user = get_object_or_404(_users(), pk=pk)
+    data = submitted(request)
+    setting_password = data is not None and data.get("form") == PASSWORD_FORM
+    form = UserForm.for_user(user, None if setting_password else data)
+    password_form = PasswordForm(data if setting_password else None)
+    if setting_password and password_form.is_valid():
+        try:
+            changed = registry.set_password(user, password_form.new_password(), by=request.user)
+        except ValidationError as error:
+            password_form.show_errors(error)
+        else:
+            update_session_auth_hash(request, changed)  # an admin who changes their own password stays logged in
+            messages.success(request, _("The password of %(name)s is changed.") % {"name": user.get_username()})
+            return redirect("user-detail", pk=user.pk)
+    elif form.is_valid():
+        try:
+            registry.update_user(user, by=request.user, **form.cleaned_data)
+        except ValidationError as error:
+            form.show_errors(error)
+        else:
+            messages.success(request, _("User %(name)s saved.") % {"name": user.get_username()})
+            return redirect("user-detail", pk=user.pk)
+    context = {"account": user, "form": form, "password_form": password_form, "password_form_name": PASSWORD_FORM}
+    return render(request, "portal/admin/user_detail.html", context)

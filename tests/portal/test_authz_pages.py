@@ -139,6 +139,14 @@ MATRIX: dict[str, Page] = {
     ),
     "audit-log": Page(get=ADMIN_ONLY, post=GET_ONLY),
     "team-create": Page(get=ADMIN_ONLY, post=ADMIN_ONLY, data=lambda w: {"name": ""}),
+    # users: portal admins only; the empty POSTs are a refused creation (200) and the member's flags cleared (302)
+    "user-list": Page(get=ADMIN_ONLY, post=GET_ONLY),
+    "user-create": Page(get=ADMIN_ONLY, post=ADMIN_ONLY),
+    "user-detail": Page(
+        get=ADMIN_ONLY,
+        post=expect(LOGIN, 403, 403, 403, 302),
+        args=lambda w: [w.actors["member"].pk],
+    ),
 }
 
 

@@ -117,3 +117,12 @@ def test_validation_messages_come_out_in_the_active_language():
         assert error.value.messages == ["TBW102 是 RocketMQ 系统 Topic 名称，不能使用。"]
     with translation.override("en"):
         assert error.value.messages == ["TBW102 is a RocketMQ system topic name and cannot be used."]
+
+
+def test_password_rules_speak_chinese_too():
+    from django.contrib.auth.password_validation import validate_password
+
+    with translation.override("zh-hans"), pytest.raises(ValidationError) as error:
+        validate_password("abc")
+
+    assert "密码太短，至少需要 8 个字符。" in error.value.messages

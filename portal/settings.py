@@ -94,6 +94,11 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "stats.staticfiles.PlotlyFinder",
+]
 # collectstatic writes here (under var/, like everything a run produces); it exists even before the first
 # collectstatic so WhiteNoise starts quietly.
 STATIC_ROOT = VAR_DIR / "static"

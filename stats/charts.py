@@ -1,0 +1,99 @@
+"""The one chart builder: time series in, a plotly figure (as JSON for plotly.js) out.
+
+Every chart of the product goes through :func:`time_series_chart`, so they all look and behave alike: times shown
+in the viewer's zone, gaps drawn as gaps (a missing minute is ``None`` and the line breaks there instead of
+dropping to zero), the requested range on the x axis even when data starts later, and optional marked spans (e.g.
+warning periods) shaded with their reason on hover.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+Point = tuple[dt.datetime, float | None]
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    points: Sequence[Point]
+    kind: str = "line"  # "line" or "bar"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A period to shade on the chart (a warning, a broker outage), with the reason shown on hover."""
+
+    start: dt.datetime
+    end: dt.datetime | None
+    label: str
+    color: str = "rgba(214, 39, 40, 0.12)"
+
+
+@dataclass(frozen=True)
+class Chart:
+    title: str
+    y_title: str
+    series: Sequence[Series]
+    since: dt.datetime
+    until: dt.datetime
+    spans: Sequence[Span] = field(default_factory=tuple)
+
+
+def _local(moment: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
+    return moment.astimezone(tz).replace(tzinfo=None)
+
+
+def figure(chart: Chart, tz: dt.tzinfo) -> go.Figure:
+    fig = go.Figure()
+    for series in chart.series:
+        xs = [_local(moment, tz) for moment, _ in series.points]
+        ys = [value for _, value in series.points]
+        if series.kind == "bar":
+            fig.add_trace(go.Bar(name=series.name, x=xs, y=ys))
+        else:
+            fig.add_trace(go.Scatter(name=series.name, x=xs, y=ys, mode="lines", connectgaps=False))
+    for span in chart.spans:
+        end = span.end or chart.until
+        fig.add_vrect(
+            x0=_local(max(span.start, chart.since), tz),
+            x1=_local(min(end, chart.until), tz),
+            fillcolor=span.color,
+            line_width=0,
+            layer="below",
+        )
+        # An invisible trace carries the hover text, since shapes have none.
+        fig.add_trace(
+            go.Scatter(
+                x=[_local(max(span.start, chart.since), tz)],
+                y=[0],
+                mode="markers",
+                marker={"color": "rgba(214, 39, 40, 0.8)", "symbol": "triangle-up", "size": 9},
+                name=span.label,
+                hovertext=[span.label],
+                hoverinfo="text",
+                showlegend=False,
+            )
+        )
+    fig.update_layout(
+        title={"text": chart.title, "x": 0, "font": {"size": 14}},
+        margin={"l": 50, "r": 10, "t": 36, "b": 30},
+        height=280,
+        hovermode="x unified",
+        legend={"orientation": "h", "y": -0.15},
+        yaxis={"title": {"text": chart.y_title}, "rangemode": "tozero"},
+        xaxis={"range": [_local(chart.since, tz), _local(chart.until, tz)], "type": "date"},
+        template="plotly_white",
+    )
+    return fig
+
+
+def time_series_chart(chart: Chart, tz: dt.tzinfo) -> str:
+    """The chart as the JSON plotly.js takes (``Plotly.newPlot(div, spec.data, spec.layout)``), safe to embed in a
+    ``<script type="application/json">`` element (no ``</`` can end it early)."""
+    return pio.to_json(figure(chart, tz), validate=False).replace("</", "<\\/")

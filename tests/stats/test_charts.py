@@ -1,0 +1,75 @@
+"""The one chart builder: gaps stay gaps, times are the viewer's, marked spans carry their reason."""
+
+import datetime as dt
+import json
+import zoneinfo
+
+from django.contrib.staticfiles import finders
+
+from stats.charts import Chart, Series, Span, time_series_chart
+from stats.ranges import DEFAULT_RANGE, time_range
+
+UTC = dt.UTC
+SHANGHAI = zoneinfo.ZoneInfo("Asia/Shanghai")
+T0 = dt.datetime(2026, 11, 22, 8, 0, tzinfo=UTC)
+
+
+def minute(n: int) -> dt.datetime:
+    return T0 + dt.timedelta(minutes=n)
+
+
+def spec(chart: Chart, tz=UTC) -> dict:
+    return json.loads(time_series_chart(chart, tz))
+
+
+def test_a_missing_minute_is_drawn_as_a_gap_not_as_zero():
+    chart = Chart("put", "msgs/min", [Series("TopicA", [(minute(0), 5), (minute(1), None), (minute(2), 7)])],
+                  minute(0), minute(3))  # fmt: skip
+
+    [trace] = spec(chart)["data"]
+
+    assert trace["y"] == [5, None, 7]
+    assert trace["connectgaps"] is False
+
+
+def test_times_are_shown_in_the_viewers_time_zone_and_the_axis_covers_the_requested_range():
+    chart = Chart("put", "msgs/min", [Series("TopicA", [(minute(10), 1)])], minute(0), minute(60))
+
+    drawn = spec(chart, SHANGHAI)
+
+    assert drawn["data"][0]["x"] == ["2026-11-22T16:10:00"]
+    assert drawn["layout"]["xaxis"]["range"] == ["2026-11-22T16:00:00", "2026-11-22T17:00:00"]
+
+
+def test_a_span_is_shaded_and_its_reason_shows_on_hover():
+    chart = Chart(
+        "lag", "messages", [Series("g", [(minute(0), 1)])], minute(0), minute(60),
+        spans=[Span(minute(5), None, "lag over 10,000 since 08:05")],
+    )  # fmt: skip
+
+    drawn = spec(chart)
+
+    [shape] = drawn["layout"]["shapes"]
+    assert (shape["x0"], shape["x1"]) == ("2026-11-22T08:05:00", "2026-11-22T09:00:00")
+    assert any(trace.get("hovertext") == ["lag over 10,000 since 08:05"] for trace in drawn["data"])
+
+
+def test_a_label_cannot_end_the_embedding_script_element():
+    chart = Chart("</script><b>x", "y", [Series("</script>", [(minute(0), 1)])], minute(0), minute(1))
+
+    assert "</" not in time_series_chart(chart, UTC)
+
+
+def test_plotly_js_is_served_from_the_installed_package_not_a_cdn():
+    path = finders.find("plotly/plotly.min.js")
+
+    assert path is not None
+    with open(path) as handle:
+        assert "plotly.js v" in handle.read(200)
+
+
+def test_unknown_ranges_fall_back_to_the_default_and_bounds_are_minute_aligned():
+    now = dt.datetime(2026, 11, 22, 8, 30, 42, tzinfo=UTC)
+
+    assert time_range("7d", now)[1:] == (dt.datetime(2026, 11, 15, 8, 30, tzinfo=UTC), minute(30))
+    assert time_range("bogus", now)[0] == DEFAULT_RANGE

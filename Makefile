@@ -7,8 +7,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements.stamp
 # Debian packages the suite and the demo use (installed only when missing): Redis for Celery, PostgreSQL for the
 # suite's second run (tests/pg.py starts a throwaway server; the package also creates the `postgres` user), gettext
-# for `make messages` and the catalog completeness test.
-DEBIAN_PACKAGES := redis-server postgresql gettext
+# for `make messages` and the catalog completeness test, OpenSSH's server for the server-stats tests (the fixture
+# runs its own sshd as a plain process; on a machine run by systemd the package also starts the system's sshd),
+# Chromium for the page tests in a real browser (Playwright drives /usr/bin/chromium; never `playwright install`).
+DEBIAN_PACKAGES := redis-server postgresql gettext openssh-server chromium
 ONLY ?=
 
 .PHONY: venv sysdeps test lint format bench demo messages clean
@@ -48,11 +50,12 @@ bench: venv sysdeps
 demo: venv sysdeps
 	$(PY) manage.py demo
 
-# The translation catalogs (portal/locale): re-extract every string of portal/ and templates/ into the English and
-# Simplified Chinese .po files, then compile the .mo files (both are committed, so a fresh clone needs no gettext).
+# The translation catalogs (portal/locale): re-extract every string of portal/, stats/ (chart ranges) and templates/
+# into the English and Simplified Chinese .po files, then compile the .mo files (both are committed, so a fresh clone
+# needs no gettext).
 # Translate what makemessages added (msgstr "") in portal/locale/zh_Hans before committing; tests/portal/test_i18n.py
 # fails on any untranslated string. References name files only (no line numbers), so moved code changes nothing.
-I18N_IGNORE := $(addprefix --ignore=,.venv var static tests monitor stats sparkjobs docs)
+I18N_IGNORE := $(addprefix --ignore=,.venv var static tests monitor sparkjobs docs)
 
 messages: venv
 	$(PY) manage.py makemessages -l zh_Hans -l en --no-obsolete --add-location=file $(I18N_IGNORE)

@@ -4,8 +4,10 @@ Actors: anonymous; an *outsider* (logged in, not in the owning team); a team *me
 admin* (``user.is_staff``). Rules:
 
 - Public topic information (the topic list and a topic's page) is visible to everyone, anonymous included.
-  Groups, applications of one's teams, clusters and brokers need a login. The audit log, the approval queue and
-  cluster management are for portal admins only.
+  Groups, applications of one's teams, clusters and brokers need a login, and so does monitoring: a topic's
+  traffic, consumer lag, probe history and server stats (how much a business sends is not public).
+  "Who is lagging now" shows portal admins every group and everyone else their teams' groups. The audit log,
+  the approval queue and cluster management are for portal admins only.
 - Only the owning team changes its own topics and groups (through applications); members may apply for creations,
   changes and associations, deletions need a team admin. Portal admins may do everything and decide applications;
   a team admin of a topic's owning team may also decide associations with that topic.
@@ -78,6 +80,24 @@ class ApplicationQuerySet(models.QuerySet):
         return pending.filter(
             kind=ApplicationKind.TOPIC_ASSOCIATION, topic__team_id__in=team_ids(user, admin_only=True)
         )
+
+
+def can_see_monitoring(user) -> bool:
+    """Traffic and lag charts, probe history and server stats, of any cluster (like groups and clusters: any
+    signed-in user)."""
+    return bool(user and user.is_authenticated and user.is_active)
+
+
+def lag_watch(user, team=None):
+    """The consumer groups whose lag "who is lagging now" shows the user, optionally narrowed to ``team``: None
+    means every group of every cluster, registered or not (portal admins, unnarrowed); else a queryset of
+    registered groups (their teams' groups; another team's are none)."""
+    from portal.models import ConsumerGroup
+
+    if is_portal_admin(user):
+        return None if team is None else ConsumerGroup.objects.filter(team=team)
+    groups = ConsumerGroup.objects.owned_by(user)
+    return groups if team is None else groups.filter(team=team)
 
 
 def can_apply_for(user, team) -> bool:

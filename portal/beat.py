@@ -5,6 +5,16 @@ Every entry expires after one interval: when workers fall behind, a queued run t
 is dropped instead of repeating the same work.
 """
 
+from celery.schedules import crontab
+
+# Server stats are sampled in five-minute slots (stats.models.SERVER_SLOT); running at each slot's start (UTC, the
+# Celery time zone) puts every run in a slot of its own.
+SERVER_STATS_EXPIRES_SECONDS = 300.0
+# Per-minute collection: the fan-out runs at the start of every minute (its tasks expire when the minute ends);
+# retention runs hourly and works off any backlog in bounded batches.
+COLLECT_EXPIRES_SECONDS = 60.0
+RETENTION_EXPIRES_SECONDS = 3600.0
+
 
 def beat_schedule(*, registry_sync_seconds: int) -> dict[str, dict]:
     return {
@@ -12,5 +22,20 @@ def beat_schedule(*, registry_sync_seconds: int) -> dict[str, dict]:
             "task": "portal.tasks.sync_all_registries",
             "schedule": float(registry_sync_seconds),
             "options": {"expires": float(registry_sync_seconds)},
+        },
+        "collect-all-server-stats": {
+            "task": "monitor.tasks.servers.collect_all_server_stats",
+            "schedule": crontab(minute="*/5"),
+            "options": {"expires": SERVER_STATS_EXPIRES_SECONDS},
+        },
+        "collect-all-clusters": {
+            "task": "monitor.tasks.traffic.collect_all_clusters",
+            "schedule": crontab(minute="*"),
+            "options": {"expires": COLLECT_EXPIRES_SECONDS},
+        },
+        "delete-expired-minutes": {
+            "task": "monitor.tasks.traffic.delete_expired_minutes",
+            "schedule": crontab(minute=7),
+            "options": {"expires": RETENTION_EXPIRES_SECONDS},
         },
     }

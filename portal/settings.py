@@ -159,6 +159,20 @@ SPECTACULAR_SETTINGS = {
 ROCKETMQ_REQUEST_TIMEOUT = float(env_str("ROCKETMQ_REQUEST_TIMEOUT", "5"))
 ROCKETMQ_MAX_INFLIGHT_PER_ADDR = env_int("ROCKETMQ_MAX_INFLIGHT_PER_ADDR", 64)
 
+# Per-minute collection (monitor.collect.traffic) and probes (monitor.collect.probe). A collection cycle asks each
+# broker at most COLLECT_CONCURRENCY_PER_BROKER requests at a time; single requests time out after
+# COLLECT_REQUEST_TIMEOUT seconds, whole-table ones (every group's consume stats) after COLLECT_BULK_TIMEOUT.
+COLLECT_REQUEST_TIMEOUT = float(env_str("COLLECT_REQUEST_TIMEOUT", "5"))
+COLLECT_BULK_TIMEOUT = float(env_str("COLLECT_BULK_TIMEOUT", "30"))
+COLLECT_CONCURRENCY_PER_BROKER = env_int("COLLECT_CONCURRENCY_PER_BROKER", 32)
+# Probes: a short timeout and quick retries, so a probe round ends well within its minute.
+PROBE_TIMEOUT = float(env_str("PROBE_TIMEOUT", "2"))
+PROBE_ATTEMPTS = env_int("PROBE_ATTEMPTS", 3)
+# A queue is blocked when its client has consumed nothing there for this long while messages wait.
+CONSUMER_BLOCKED_SECONDS = env_int("CONSUMER_BLOCKED_SECONDS", 60)
+# Minute data (traffic, consumer progress, clients, probes, offset events) is kept this many days.
+MINUTE_RETENTION_DAYS = env_int("MINUTE_RETENTION_DAYS", 7)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

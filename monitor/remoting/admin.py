@@ -219,17 +219,20 @@ class AsyncMQAdmin:
         response = await self.call(broker_addr, self._command(RequestCode.GET_ALL_TOPIC_CONFIG))
         return b.TopicConfigSerializeWrapper.decode(response.body)
 
+    async def get_topic_stats_info(self, broker_addr: str, topic: str) -> b.TopicStatsTable:
+        """Per-queue min/max offsets of the topic on one broker."""
+        header = h.GetTopicStatsInfoRequestHeader(topic=topic)
+        response = await self.call(broker_addr, self._command(RequestCode.GET_TOPIC_STATS_INFO, header))
+        return b.TopicStatsTable.decode(response.body)
+
     async def examine_topic_stats(self, topic: str) -> b.TopicStatsTable:
         """Per-queue min/max offsets from every master that serves the topic, merged."""
         route = await self.examine_topic_route_info(topic)
-        header = h.GetTopicStatsInfoRequestHeader(topic=topic)
         masters = [addr for addr in (bd.master_addr for bd in route.broker_datas) if addr]
-        results = await asyncio.gather(
-            *(self.call(addr, self._command(RequestCode.GET_TOPIC_STATS_INFO, header)) for addr in masters)
-        )
+        results = await asyncio.gather(*(self.get_topic_stats_info(addr, topic) for addr in masters))
         merged = b.TopicStatsTable()
-        for response in results:
-            merged.offset_table.update(b.TopicStatsTable.decode(response.body).offset_table)
+        for table in results:
+            merged.offset_table.update(table.offset_table)
         return merged
 
     async def query_topic_consume_by_who(self, broker_addr: str, topic: str) -> b.GroupList:
@@ -317,13 +320,18 @@ class AsyncMQAdmin:
             merged.consume_tps += part.consume_tps
         return merged
 
-    async def examine_consumer_connection_info(self, group: str) -> b.ConsumerConnection:
+    async def get_consumer_connection_list(self, broker_addr: str, group: str) -> b.ConsumerConnection:
+        """The group's clients connected to one broker (every client connects to every broker it uses). A group
+        without any is RemotingError CONSUMER_NOT_ONLINE."""
         header = h.GetConsumerConnectionListRequestHeader(consumer_group=group)
+        response = await self.call(broker_addr, self._command(RequestCode.GET_CONSUMER_CONNECTION_LIST, header))
+        return b.ConsumerConnection.decode(response.body)
+
+    async def examine_consumer_connection_info(self, group: str) -> b.ConsumerConnection:
         addrs = await self._group_broker_addrs(group)
         if not addrs:
             raise RemotingError(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
-        response = await self.call(addrs[0], self._command(RequestCode.GET_CONSUMER_CONNECTION_LIST, header))
-        return b.ConsumerConnection.decode(response.body)
+        return await self.get_consumer_connection_list(addrs[0], group)
 
     async def examine_producer_connection_info(self, group: str, topic: str) -> b.ProducerConnection:
         route = await self.examine_topic_route_info(topic)

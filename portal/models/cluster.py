@@ -90,3 +90,9 @@ class Broker(models.Model):
     @property
     def is_master(self) -> bool:
         return self.broker_id == 0
+
+    @property
+    def host(self) -> str:
+        """The machine the broker runs on, from its ``ip:port`` (``[v6]:port`` too): what server stats are kept
+        by."""
+        return self.address.rpartition(":")[0].strip("[]") or self.address

@@ -36,6 +36,7 @@ from portal.models import (
 from portal.services import applications, registry, sync
 from portal.services.applications import InvalidTransition
 from portal.services.cluster_ops import ClusterOperationError
+from portal.web import monitoring
 from portal.web.admin_forms import (
     AdoptForm,
     ClusterForm,
@@ -51,6 +52,7 @@ from portal.web.entries import DETAIL_URL_NAMES, ENTRY_MODELS, entry_model
 from portal.web.forms import submitted
 from portal.web.navigation import redirect_back
 from portal.web.paging import filtered_page
+from stats.queries.health import latest_broker_probes
 
 
 def allowed_if(gate):
@@ -220,9 +222,14 @@ def cluster_detail(request, pk):
                 return redirect("cluster-detail", pk=cluster.pk)
     elif can_administer:
         form = ClusterForm.for_cluster(cluster)
+    window = monitoring.requested_window(request)
+    probes = latest_broker_probes(cluster.pk)
     context = {
         "cluster": cluster,
-        "brokers": Broker.objects.filter(cluster=cluster).order_by("broker_name", "broker_id"),
+        "brokers": [
+            {"broker": broker, "probe": probes.get((broker.broker_name, broker.broker_id))}
+            for broker in Broker.objects.filter(cluster=cluster).order_by("broker_name", "broker_id")
+        ],
         "counts": {
             "topics": Topic.objects.visible_to(request.user).filter(cluster=cluster).count(),
             "consumer_groups": ConsumerGroup.objects.visible_to(request.user).filter(cluster=cluster).count(),
@@ -230,6 +237,8 @@ def cluster_detail(request, pk):
         },
         "can_administer": can_administer,
         "form": form,
+        "window": window,
+        "charts": monitoring.cluster_charts(cluster, window),
     }
     return render(request, "portal/admin/cluster_detail.html", context)
 

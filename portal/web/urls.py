@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from portal.web.views import applications, people, registry
+from portal.web.views import applications, monitoring, people, registry
 
 urlpatterns = [
     path("", people.dashboard, name="dashboard"),
@@ -45,4 +45,7 @@ urlpatterns = [
     path("teams/<int:pk>/", people.team_detail, name="team-detail"),
     path("teams/<int:pk>/members/add/", people.team_member_add, name="team-member-add"),
     path("teams/<int:pk>/members/remove/", people.team_member_remove, name="team-member-remove"),
+    path("brokers/<int:pk>/", monitoring.broker_detail, name="broker-detail"),
+    path("servers/<str:host>/", monitoring.server_detail, name="server-detail"),
+    path("lagging/", monitoring.lagging, name="lagging"),
 ]

@@ -20,6 +20,7 @@ from portal.models import (
     Application,
     ApplicationKind,
     AssociationRole,
+    Broker,
     ConsumerGroup,
     Notification,
     Origin,
@@ -147,6 +148,11 @@ MATRIX: dict[str, Page] = {
         post=expect(LOGIN, 403, 403, 403, 302),
         args=lambda w: [w.actors["member"].pk],
     ),
+    # --- monitoring: any signed-in user (a topic's traffic charts are on its page, for signed-in users only);
+    # "who is lagging now" shows each their own teams' groups, portal admins every group
+    "broker-detail": Page(get=SIGNED_IN, post=GET_ONLY, args=lambda w: [w.broker.pk]),
+    "server-detail": Page(get=SIGNED_IN, post=GET_ONLY, args=lambda w: [w.broker.host]),
+    "lagging": Page(get=SIGNED_IN, post=GET_ONLY),
 }
 
 
@@ -158,6 +164,10 @@ def world(outsider, member, team_admin, portal_admin, team, topic):
     producer = ProducerGroup.objects.create(cluster=topic.cluster, team=team, name="PID_MATRIX")
     producer.topics.add(topic)
     unowned = Topic.objects.create(cluster=topic.cluster, name="LEGACY_MATRIX", origin=Origin.IMPORTED)
+    broker = Broker.objects.create(
+        cluster=topic.cluster, cluster_name="DefaultCluster", broker_name="broker-matrix", broker_id=0,
+        address="10.0.0.7:10911",
+    )  # fmt: skip
     application = Application.objects.create(
         kind=ApplicationKind.TOPIC_CHANGE,
         applicant=member,
@@ -184,6 +194,7 @@ def world(outsider, member, team_admin, portal_admin, team, topic):
         group=group,
         producer=producer,
         unowned=unowned,
+        broker=broker,
         application=application,
         association=association,
     )

@@ -24,8 +24,8 @@ from portal.validation import validate_topic_name
 from tests.portal.conftest import make_user
 
 LOCALE_DIR = Path(settings.LOCALE_PATHS[0])
-# Where the portal's translatable strings live (what `make messages` extracts from).
-SOURCE_DIRS = ("portal", "templates")
+# Where the portal's translatable strings live (what `make messages` extracts from; stats/ has the chart ranges).
+SOURCE_DIRS = ("portal", "stats", "templates")
 
 
 def catalog_path(language: str, suffix: str) -> Path:

@@ -1,13 +1,15 @@
-"""Registry pages: the topic and consumer-group lists, the topic and group pages, and description editing.
+"""Registry pages: the topic and consumer-group lists, the topic and group pages (with their traffic and lag
+charts, :mod:`portal.web.monitoring`), and description editing.
 
-Topic information is public (anonymous visitors included); everything else needs a login. What a user may see
-comes from the querysets of ``portal.access`` (invisible -> 404), what they may do from its ``can_*`` functions
-(visible but not allowed -> 403)."""
+Topic information is public (anonymous visitors included), its traffic is not; everything else needs a login.
+What a user may see comes from the querysets of ``portal.access`` (invisible -> 404), what they may do from its
+``can_*`` functions (visible but not allowed -> 403)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
@@ -15,9 +17,11 @@ from portal import access
 from portal.filters import ConsumerGroupFilterSet, TopicFilterSet
 from portal.models import Application, ApplicationState, ConsumerGroup, ProducerGroup, Subscription, Topic
 from portal.services import registry
+from portal.web import monitoring
 from portal.web.entries import detail_url_name, entry_model, visible_entry
 from portal.web.forms import DescriptionForm, submitted
 from portal.web.paging import filtered_page
+from stats.queries.traffic import group_now
 
 
 def _pending_applications(user, **target):
@@ -52,6 +56,10 @@ def topic_detail(request, pk):
         "can_change": access.can_change(user, topic),
         "can_delete": access.can_apply_deletion_for(user, topic.team),
     }
+    if access.can_see_monitoring(user):
+        window = monitoring.requested_window(request)
+        minute, consumers = monitoring.topic_consumer_list(topic, subscriptions, ConsumerGroup.objects.visible_to(user))
+        context.update(window=window, charts=monitoring.topic_charts(topic, window), consumers=consumers, minute=minute)
     return render(request, "portal/topic_detail.html", context)
 
 
@@ -67,12 +75,17 @@ def consumer_group_list(request):
 def consumer_group_detail(request, pk):
     user = request.user
     group = visible_entry(ConsumerGroup, user, pk)
+    subscriptions = list(group.subscriptions.select_related("topic").order_by("topic__name"))
+    window = monitoring.requested_window(request)
     context = {
         "group": group,
-        "subscriptions": group.subscriptions.select_related("topic").order_by("topic__name"),
+        "subscriptions": subscriptions,
         "pending": _pending_applications(user, consumer_group=group),
         "can_change": access.can_change(user, group),
         "can_delete": access.can_apply_deletion_for(user, group.team),
+        "window": window,
+        "charts": monitoring.group_charts(group, [sub.topic.name for sub in subscriptions], window),
+        "now": group_now(group.cluster_id, group.name, timezone.now()),
     }
     return render(request, "portal/consumer_group_detail.html", context)
 

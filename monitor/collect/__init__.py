@@ -1,0 +1,1 @@
+"""Collection: plain functions that read a live cluster or server and hand the samples to :mod:`stats`."""

@@ -1,0 +1,227 @@
+"""What the monitoring parts of the pages show: the time range a page is asked for (``?range=``), and each page's
+charts, made of the ``stats`` queries' series by the one chart builder, in the viewer's time zone."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from portal.models import ConsumerGroup
+from stats.charts import Chart, Point, Series, Span, time_series_chart
+from stats.models import SERVER_SLOT, ConsumeMinute
+from stats.queries.health import ProbeHistory, broker_health, cluster_health
+from stats.queries.servers import server_series
+from stats.queries.traffic import (
+    broker_traffic,
+    cluster_traffic,
+    group_traffic,
+    per_second,
+    topic_consumers,
+    topic_traffic,
+)
+from stats.ranges import RANGES, time_range
+
+KIB = 1024
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Window:
+    """The range a page charts: ``key`` as in :data:`stats.ranges.RANGES`, its bounds, and the choices to offer
+    as (key, label) pairs."""
+
+    key: str
+    since: dt.datetime
+    until: dt.datetime
+
+    @property
+    def choices(self) -> list[tuple[str, str]]:
+        return [(key, label) for key, (_length, label) in RANGES.items()]
+
+
+@dataclass(frozen=True)
+class DrawnChart:
+    """One chart of a page: its title (for the figure's label) and its plotly JSON (``stats/_chart.html``)."""
+
+    title: str
+    spec: str
+
+
+def requested_window(request) -> Window:
+    return Window(*time_range(request.GET.get("range")))
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """A consumer of a topic as the topic page lists it: by name, the registered group (None: seen consuming
+    but not in the registry, or not visible) with its subscription, and its latest minute (None: nothing to
+    consume and no lag, when the minute is known)."""
+
+    name: str
+    group: ConsumerGroup | None
+    tag_expression: str
+    now: ConsumeMinute | None
+
+
+def topic_consumer_list(topic, subscriptions, groups) -> tuple[dt.datetime | None, list[Consumer]]:
+    """The latest collected minute of the topic's cluster and every consumer of the topic: the registry's
+    ``subscriptions`` of it, and any other group seen consuming it then (linked when ``groups``, the user's
+    visible consumer groups, holds it)."""
+    minute, seen = topic_consumers(topic.cluster_id, topic.name, timezone.now())
+    consumers = {
+        sub.consumer_group.name: Consumer(
+            sub.consumer_group.name, sub.consumer_group, sub.tag_expression, seen.get(sub.consumer_group.name)
+        )
+        for sub in subscriptions
+    }
+    others = [name for name in seen if name not in consumers]
+    registered = {group.name: group for group in groups.filter(cluster_id=topic.cluster_id, name__in=others)}
+    for name in others:
+        consumers[name] = Consumer(name, registered.get(name), "", seen[name])
+    return minute, [consumers[name] for name in sorted(consumers)]
+
+
+def _draw(title: str, y_title: str, series: list[Series], window: Window, spans: Iterable[Span] = ()) -> DrawnChart:
+    chart = Chart(title, y_title, series, window.since, window.until, spans=tuple(spans))
+    return DrawnChart(title, time_series_chart(chart, timezone.get_current_timezone()))
+
+
+def _scaled(points: Iterable[Point], divisor: float) -> list[Point]:
+    return [(moment, None if value is None else value / divisor) for moment, value in points]
+
+
+def _outage_spans(name: str, history: ProbeHistory) -> list[Span]:
+    return [
+        Span(outage.start, outage.end, _("%(name)s down: %(error)s") % {"name": name, "error": outage.error})
+        for outage in history.outages
+    ]
+
+
+def topic_charts(topic, window: Window) -> list[DrawnChart]:
+    """Production of a topic: messages and bytes stored per minute."""
+    traffic = topic_traffic(topic.cluster_id, topic.name, window.since, window.until)
+    return [
+        _draw(_("Messages produced per minute"), _("messages"), [Series(topic.name, traffic.put_nums)], window),
+        _draw(_("Size produced per minute"), _("KiB"), [Series(topic.name, _scaled(traffic.put_size, KIB))], window),
+    ]
+
+
+def group_charts(group, topics: Iterable[str], window: Window) -> list[DrawnChart]:
+    """Consumption of a group, one line per topic it consumes (its retry topic included): rate, lag, lag time."""
+    by_topic = group_traffic(group.cluster_id, group.name, window.since, window.until, topics=topics)
+
+    def lines(metric: str) -> list[Series]:
+        return [Series(topic, getattr(series, metric)) for topic, series in by_topic.items()]
+
+    return [
+        _draw(_("Consumption TPS"), _("messages/s"), lines("consume_tps"), window),
+        _draw(_("Lag"), _("messages"), lines("lag"), window),
+        _draw(_("Lag time"), _("seconds"), lines("lag_seconds"), window),
+    ]
+
+
+def broker_charts(broker, window: Window) -> list[DrawnChart]:
+    """A broker's put/get TPS, and its probes' latency with its outages shaded."""
+    traffic = broker_traffic(broker.cluster_id, broker.broker_name, broker.broker_id, window.since, window.until)
+    health = broker_health(broker.cluster_id, broker.broker_name, broker.broker_id, window.since, window.until)
+    name = f"{broker.broker_name}[{broker.broker_id}]"
+    tps = [Series(_("get"), per_second(traffic.get_nums))]
+    if broker.is_master:  # a slave stores nothing of its own
+        tps.insert(0, Series(_("put"), per_second(traffic.put_nums)))
+    return [
+        _draw(_("Put and get TPS"), _("messages/s"), tps, window),
+        _draw(
+            _("Health: probe latency"), _("ms"), [Series(name, health.latency_ms)], window, _outage_spans(name, health)
+        ),
+    ]
+
+
+def cluster_charts(cluster, window: Window) -> list[DrawnChart]:
+    """A cluster's totals, its brokers down per minute, and every name server's and broker's probe latency with
+    their outages shaded."""
+    traffic = cluster_traffic(cluster.pk, window.since, window.until)
+    health = cluster_health(cluster.pk, window.since, window.until)
+    tps = [Series(_("put"), per_second(traffic.put_nums)), Series(_("get"), per_second(traffic.get_nums))]
+    outages = [span for name, history in health.items() for span in _outage_spans(name, history)]
+    return [
+        _draw(_("Put and get TPS"), _("messages/s"), tps, window),
+        _draw(_("Brokers down"), _("brokers"), [Series(_("down"), traffic.brokers_down, kind="bar")], window),
+        _draw(
+            _("Health: probe latency"),
+            _("ms"),
+            [Series(name, history.latency_ms) for name, history in health.items()],
+            window,
+            outages,
+        ),
+    ]
+
+
+def server_charts(host: str, window: Window) -> list[DrawnChart]:
+    """A host's CPU, load, memory, disks, network and TCP connections; slots that could not be read are shaded
+    with their error."""
+    stats = server_series(host, window.since, window.until)
+    metric = stats.metrics
+    failed = [Span(slot, slot + SERVER_SLOT, error) for slot, error in stats.errors]
+    return [
+        _draw(
+            _("CPU"),
+            "%",
+            [Series(_("busy"), metric["cpu_percent"]), Series(_("I/O wait"), metric["cpu_iowait_percent"])],
+            window,
+            failed,
+        ),
+        _draw(
+            _("Load"),
+            _("load"),
+            [Series(name, metric[name]) for name in ("load1", "load5", "load15")],
+            window,
+        ),
+        _draw(
+            _("Memory"),
+            "MiB",
+            [
+                Series(_("used"), _scaled(metric["mem_used"], MIB)),
+                Series(_("total"), _scaled(metric["mem_total"], MIB)),
+                Series(_("swap used"), _scaled(metric["swap_used"], MIB)),
+            ],
+            window,
+        ),
+        _draw(
+            _("Disk use"),
+            "%",
+            [Series(mount, points) for mount, points in stats.disk_used_percent.items()],
+            window,
+        ),
+        _draw(
+            _("Disk I/O"),
+            "KiB/s",
+            [
+                Series(_("read"), _scaled(metric["disk_read_bytes_per_s"], KIB)),
+                Series(_("write"), _scaled(metric["disk_write_bytes_per_s"], KIB)),
+            ],
+            window,
+        ),
+        _draw(
+            _("Network"),
+            "KiB/s",
+            [
+                Series(_("in"), _scaled(metric["net_in_bytes_per_s"], KIB)),
+                Series(_("out"), _scaled(metric["net_out_bytes_per_s"], KIB)),
+            ],
+            window,
+        ),
+        _draw(
+            _("TCP connections"),
+            _("sockets"),
+            [
+                Series(_("established"), metric["tcp_established"]),
+                Series(_("time wait"), metric["tcp_time_wait"]),
+                Series(_("total"), metric["tcp_total"]),
+            ],
+            window,
+        ),
+    ]

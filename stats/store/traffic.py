@@ -1,0 +1,109 @@
+"""Writing one collected minute of a cluster, and deleting minutes (probes and offset events included) past
+retention.
+
+A minute is written whole: the cluster's and brokers' rows are upserted on (entity..., minute), and the per-entity
+tables, which hold rows only for entities with something to report (see :mod:`stats.models.traffic`), have the
+minute's earlier rows replaced by the new reading. Re-running a minute therefore leaves exactly one reading (the
+latest) and never duplicates a row; offset events are keyed by where they are stored and kept once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from django.db import models, transaction
+
+from stats.models import (
+    BlockedQueueMinute,
+    BrokerMinute,
+    BrokerProbe,
+    ClientMinute,
+    ClusterMinute,
+    ConsumeMinute,
+    GroupMinute,
+    NameServerProbe,
+    OffsetMovedEvent,
+    QueueLagMinute,
+    TopicMinute,
+)
+
+# Rows per INSERT: few round trips, well under SQLite's bound-parameter limit for the widest table.
+BATCH_SIZE = 500
+_FIGURES = ["put_nums", "put_size", "get_nums", "get_size"]
+# Every per-minute table (by the column retention goes by).
+MINUTE_TABLES: tuple[tuple[type[models.Model], str], ...] = (
+    (ClusterMinute, "minute"),
+    (BrokerMinute, "minute"),
+    (TopicMinute, "minute"),
+    (ConsumeMinute, "minute"),
+    (QueueLagMinute, "minute"),
+    (GroupMinute, "minute"),
+    (ClientMinute, "minute"),
+    (BlockedQueueMinute, "minute"),
+    (NameServerProbe, "minute"),
+    (BrokerProbe, "minute"),
+    (OffsetMovedEvent, "stored_at"),
+)
+
+
+@dataclass
+class MinuteSamples:
+    """Everything one collection of a cluster read, as unsaved rows of its minute."""
+
+    cluster: ClusterMinute
+    brokers: list[BrokerMinute] = field(default_factory=list)
+    topics: list[TopicMinute] = field(default_factory=list)
+    consumes: list[ConsumeMinute] = field(default_factory=list)
+    queue_lags: list[QueueLagMinute] = field(default_factory=list)
+    groups: list[GroupMinute] = field(default_factory=list)
+    clients: list[ClientMinute] = field(default_factory=list)
+    blocked: list[BlockedQueueMinute] = field(default_factory=list)
+    events: list[OffsetMovedEvent] = field(default_factory=list)
+
+
+def store_minute(samples: MinuteSamples) -> None:
+    cluster_id, minute = samples.cluster.cluster_id, samples.cluster.minute
+    with transaction.atomic():
+        ClusterMinute.objects.bulk_create(
+            [samples.cluster],
+            update_conflicts=True,
+            unique_fields=["cluster_id", "minute"],
+            update_fields=[*_FIGURES, "brokers", "brokers_down", "requests", "seconds"],
+        )
+        BrokerMinute.objects.bulk_create(
+            samples.brokers,
+            update_conflicts=True,
+            unique_fields=["cluster_id", "broker_name", "broker_id", "minute"],
+            update_fields=["up", *_FIGURES],
+            batch_size=BATCH_SIZE,
+        )
+        for model, rows in (
+            (TopicMinute, samples.topics),
+            (ConsumeMinute, samples.consumes),
+            (QueueLagMinute, samples.queue_lags),
+            (GroupMinute, samples.groups),
+            (ClientMinute, samples.clients),
+            (BlockedQueueMinute, samples.blocked),
+        ):
+            model.objects.filter(cluster_id=cluster_id, minute=minute).delete()
+            model.objects.bulk_create(rows, batch_size=BATCH_SIZE)
+        OffsetMovedEvent.objects.bulk_create(samples.events, ignore_conflicts=True, batch_size=BATCH_SIZE)
+
+
+def delete_expired(cutoff: dt.datetime, *, batch_size: int, max_batches: int) -> int:
+    """Delete per-minute rows older than ``cutoff``, ``batch_size`` rows per statement and at most ``max_batches``
+    statements (a long backlog is worked off over several runs without holding a long lock). Returns the number
+    of rows deleted; fewer than ``batch_size * max_batches`` means none is left."""
+    deleted = 0
+    batches = 0
+    for model, column in MINUTE_TABLES:
+        while batches < max_batches:
+            ids = list(model.objects.filter(**{f"{column}__lt": cutoff}).values_list("pk", flat=True)[:batch_size])
+            if not ids:
+                break
+            batches += 1
+            deleted += model.objects.filter(pk__in=ids).delete()[0]
+            if len(ids) < batch_size:
+                break
+    return deleted

@@ -1,0 +1,51 @@
+"""The per-minute tasks and their beat entries: thin tasks taking ids, a fan-out whose tasks expire with their
+minute, and hourly retention. Tasks run in-process here (called directly, or eagerly through ``apply_async``)."""
+
+import datetime as dt
+
+from celery.schedules import crontab
+from django.utils import timezone
+
+from monitor.tasks.traffic import collect_all_clusters, collect_cluster, delete_expired_minutes, probe_cluster
+from portal.celery import app as celery_app
+from stats.models import BrokerProbe, ClusterMinute, NameServerProbe
+
+pytest_plugins = ["tests.monitor.fixtures_traffic"]
+
+
+def test_the_tasks_collect_and_probe_the_cluster_they_are_given(registered):
+    assert collect_cluster(registered.pk)["brokers"] == 4
+    assert probe_cluster(registered.pk) == {"name_servers_down": 0, "brokers_down": 0}
+    assert ClusterMinute.objects.filter(cluster_id=registered.pk).count() == 1
+    assert NameServerProbe.objects.count() == 1 and BrokerProbe.objects.count() == 4
+
+
+def test_the_tasks_for_a_cluster_gone_do_nothing(db):
+    assert collect_cluster(123456) is None
+    assert probe_cluster(123456) is None
+    assert not ClusterMinute.objects.exists()
+
+
+def test_the_periodic_task_probes_and_collects_every_cluster(registered, eager):
+    assert collect_all_clusters.delay().get() == 1
+    assert ClusterMinute.objects.filter(cluster_id=registered.pk).count() == 1
+    assert BrokerProbe.objects.filter(cluster_id=registered.pk).count() == 4
+
+
+def test_retention_keeps_the_configured_days(db, settings):
+    settings.MINUTE_RETENTION_DAYS = 2
+    now = timezone.now().replace(second=0, microsecond=0)
+    for days in (1, 3):
+        ClusterMinute.objects.create(cluster_id=1, minute=now - dt.timedelta(days=days))
+    assert delete_expired_minutes() == 1
+    assert list(ClusterMinute.objects.values_list("minute", flat=True)) == [now - dt.timedelta(days=1)]
+
+
+def test_beat_collects_every_minute_and_deletes_expired_minutes_hourly():
+    schedule = celery_app.conf.beat_schedule
+    collect = schedule["collect-all-clusters"]
+    assert collect["task"] == collect_all_clusters.name
+    assert collect["schedule"] == crontab(minute="*") and collect["options"]["expires"] == 60
+    retention = schedule["delete-expired-minutes"]
+    assert retention["task"] == delete_expired_minutes.name
+    assert retention["schedule"] == crontab(minute=7) and retention["options"]["expires"] == 3600

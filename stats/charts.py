@@ -49,6 +49,19 @@ def _local(moment: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
     return moment.astimezone(tz).replace(tzinfo=None)
 
 
+LONE_POINT_SIZE = 6
+
+
+def _lone_point_sizes(ys: list[float | None]) -> list[int]:
+    """Marker sizes that show a value between two gaps as a dot (a line needs two neighbouring points, so it
+    would not show at all: the first minute collected, a minute between outages) and no other."""
+    last = len(ys) - 1
+    return [
+        LONE_POINT_SIZE if y is not None and (i == 0 or ys[i - 1] is None) and (i == last or ys[i + 1] is None) else 0
+        for i, y in enumerate(ys)
+    ]
+
+
 def figure(chart: Chart, tz: dt.tzinfo) -> go.Figure:
     fig = go.Figure()
     for series in chart.series:
@@ -57,7 +70,16 @@ def figure(chart: Chart, tz: dt.tzinfo) -> go.Figure:
         if series.kind == "bar":
             fig.add_trace(go.Bar(name=series.name, x=xs, y=ys))
         else:
-            fig.add_trace(go.Scatter(name=series.name, x=xs, y=ys, mode="lines", connectgaps=False))
+            fig.add_trace(
+                go.Scatter(
+                    name=series.name,
+                    x=xs,
+                    y=ys,
+                    mode="lines+markers",
+                    marker={"size": _lone_point_sizes(ys)},
+                    connectgaps=False,
+                )
+            )
     for span in chart.spans:
         end = span.end or chart.until
         fig.add_vrect(
@@ -85,7 +107,7 @@ def figure(chart: Chart, tz: dt.tzinfo) -> go.Figure:
         margin={"l": 50, "r": 10, "t": 36, "b": 30},
         height=280,
         hovermode="x unified",
-        legend={"orientation": "h", "y": -0.15},
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},  # beside the title
         yaxis={"title": {"text": chart.y_title}, "rangemode": "tozero"},
         xaxis={"range": [_local(chart.since, tz), _local(chart.until, tz)], "type": "date"},
         template="plotly_white",

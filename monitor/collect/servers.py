@@ -52,8 +52,7 @@ class _Reading:
 
 def broker_hosts(cluster: Cluster) -> list[str]:
     """The distinct hosts of the cluster's brokers (those the name server still lists), from their ``ip:port``."""
-    addresses = Broker.objects.filter(cluster=cluster, present=True).values_list("address", flat=True)
-    return sorted({address.rpartition(":")[0].strip("[]") or address for address in addresses})
+    return sorted({broker.host for broker in Broker.objects.filter(cluster=cluster, present=True).only("address")})
 
 
 def collect_server_stats(cluster: Cluster, at: dt.datetime) -> ServerCollection | None:

@@ -7,13 +7,16 @@ Playwright's synchronous API keeps an asyncio loop on the test thread, so Django
 from async code is lifted while the browser runs (the calls here are plain synchronous test set-up); the live
 server answers from its own thread."""
 
+import contextlib
 import datetime as dt
 import os
 import zoneinfo
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import sync_playwright
@@ -31,7 +34,10 @@ from portal.models import (
 )
 from stats.models import BrokerMinute, BrokerProbe, ClusterMinute, ConsumeMinute, QueueLagMinute, TopicMinute
 from stats.store.traffic import MinuteSamples, store_minute
+from tests.monitor.traffic_helpers import collect, plan, running
 from tests.portal.conftest import PASSWORD, make_user
+
+pytest_plugins = ["tests.monitor.fixtures_traffic"]
 
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
 CHROMIUM_ARGS = [
@@ -106,18 +112,26 @@ def world(transactional_db, now):
     return {"user": user, "cluster": cluster, "topic": topic, "group": group, "produced": produced}
 
 
+@contextlib.contextmanager
+def logged_in(browser, live_server, user):
+    """A browser tab of ``user``, logged in through the login form."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, timezone_id=ZONE)
+    try:
+        tab = context.new_page()
+        tab.goto(live_server.url + reverse("login"))
+        tab.fill("input[name=username]", user.username)
+        tab.fill("input[name=password]", PASSWORD)
+        tab.click("form[action] button[type=submit]:text('Log in')")
+        tab.wait_for_url(live_server.url + reverse("dashboard"))
+        yield tab
+    finally:
+        context.close()
+
+
 @pytest.fixture
 def page(browser, live_server, world):
-    """A browser tab of the member, logged in through the login form."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, timezone_id=ZONE)
-    tab = context.new_page()
-    tab.goto(live_server.url + reverse("login"))
-    tab.fill("input[name=username]", world["user"].username)
-    tab.fill("input[name=password]", PASSWORD)
-    tab.click("form[action] button[type=submit]:text('Log in')")
-    tab.wait_for_url(live_server.url + reverse("dashboard"))
-    yield tab
-    context.close()
+    with logged_in(browser, live_server, world["user"]) as tab:
+        yield tab
 
 
 def open_charts(page, url: str, name: str) -> list[dict]:
@@ -133,6 +147,20 @@ def open_charts(page, url: str, name: str) -> list[dict]:
         """[...document.querySelectorAll('[data-chart] .chart-plot')].map(
              plot => plot.data.map(trace => ({name: trace.name, x: trace.x, y: trace.y})))"""
     )
+
+
+def off_the_browsers_loop(function, *args):
+    """Run ``function`` on a thread of its own: code that runs an asyncio loop of its own (the collector) cannot
+    start one beside Playwright's."""
+
+    def run():
+        try:
+            return function(*args)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(run).result()
 
 
 def at(now: dt.datetime, minutes_ago: int) -> str:
@@ -174,3 +202,39 @@ def test_the_cluster_page_draws_traffic_and_probe_latency(page, live_server, wor
     assert dict(zip(put["x"], put["y"], strict=True))[at(now, 5)] == 2.0  # 120 a minute
     [latency] = [trace for trace in plots[2] if trace["name"] == "broker-a[0]"]
     assert dict(zip(latency["x"], latency["y"], strict=True))[at(now, 1)] == 3.0
+
+
+def test_who_is_lagging_now_links_to_the_lagging_groups_page(page, live_server, world):
+    page.goto(live_server.url + reverse("lagging"))
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "lagging.png"), full_page=True)
+
+    page.click("table >> text=GID_BILLING")
+
+    page.wait_for_url(live_server.url + reverse("consumer-group-detail", args=[world["group"].pk]))
+
+
+def test_a_topic_charts_the_traffic_a_real_collection_of_the_sandbox_stored(
+    browser, live_server, registered, traffic_sandbox, manual_stats, team, member, tmp_path
+):
+    """End to end: real C++ client traffic on the sandbox, one real collection, the page in the browser."""
+    UserProfile.objects.create(user=member, time_zone=ZONE)
+    topic = Topic.objects.create(cluster=registered, team=team, name="TopicCharted", queue_nums=4)
+    with running(traffic_sandbox, plan(topic.name), tmp_path) as run:
+        sent = run.stop_producers(at_least=40)
+    manual_stats.sample()
+    report = off_the_browsers_loop(collect, registered)
+
+    with logged_in(browser, live_server, member) as tab:
+        plots = open_charts(tab, live_server.url + reverse("topic-detail", args=[topic.pk]), "topic-collected")
+        lone_dots = (
+            tab.locator("[data-chart] >> nth=0")
+            .locator(".scatterlayer .points path.point")
+            .evaluate_all("dots => dots.filter(dot => dot.getBBox().width > 0).length")
+        )
+
+    [produced] = plots[0]
+    minute = report.minute.astimezone(zoneinfo.ZoneInfo(ZONE)).strftime("%Y-%m-%dT%H:%M:00")
+    assert dict(zip(produced["x"], produced["y"], strict=True))[minute] == sent
+    assert [value for value in produced["y"] if value is not None] == [sent]  # no other minute was collected
+    assert lone_dots == 1  # a single minute cannot be a line; it is drawn as a dot

@@ -301,7 +301,7 @@ def test_the_cluster_page_charts_totals_brokers_down_and_probe_latency_and_links
     tps, down, health = (chart(response, i) for i in range(3))
     assert [plotted(tps, 0)[local(ago(n))] for n in (2, 1)] == [20.0, None]
     assert [plotted(down)[local(ago(n))] for n in (2, 1)] == [0, 1]
-    assert [trace["name"] for trace in health["data"] if trace.get("mode") == "lines"] == [
+    assert [trace["name"] for trace in health["data"] if trace.get("showlegend") is not False] == [
         "10.0.0.9:9876",
         "broker-a[0]",
     ]

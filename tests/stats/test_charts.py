@@ -73,3 +73,12 @@ def test_unknown_ranges_fall_back_to_the_default_and_bounds_are_minute_aligned()
 
     assert time_range("7d", now)[1:] == (dt.datetime(2026, 11, 15, 8, 30, tzinfo=UTC), minute(30))
     assert time_range("bogus", now)[0] == DEFAULT_RANGE
+
+
+def test_a_value_between_two_gaps_is_drawn_as_a_dot_since_a_line_needs_two_points():
+    points = [(minute(0), 5), (minute(1), None), (minute(2), 7), (minute(3), None), (minute(4), 1), (minute(5), 2)]
+    chart = Chart("put", "msgs/min", [Series("TopicA", points)], minute(0), minute(5))
+
+    [trace] = spec(chart)["data"]
+
+    assert trace["marker"]["size"] == [6, 0, 6, 0, 0, 0]

@@ -79,16 +79,16 @@ class Memory:
     def unmark_missing(self, key: str) -> None:
         self._new_missing.pop(key, None)
 
-    def skip_missing(self, key: str, quiet_since: float | None) -> bool:
-        """A stats key the broker said is missing stays missing while nothing happened since (``quiet_since``:
-        since when the figures covering it are unchanged, None if none does), or for MISSING_TTL if no figure
-        covers it."""
+    def skip_missing(self, key: str, broker_since: float | None, entity_since: float | None) -> bool:
+        """Whether a stats key the broker said is missing still is: nothing that would have created it happened
+        since (the broker's counter, or the topic's or pair's figures, unchanged since before it was marked);
+        or, for a key no figure of its own covers, it was marked less than MISSING_TTL ago."""
         marked = self._missing.get(key)
         if marked is None:
             return False
-        if quiet_since is not None:
-            return quiet_since <= marked
-        return self.now - marked < MISSING_TTL
+        if any(since is not None and since <= marked for since in (broker_since, entity_since)):
+            return True
+        return entity_since is None and self.now - marked < MISSING_TTL
 
     def carry_over(self, prefix: str) -> None:
         """Keep the old figures under ``prefix`` (a broker that did not answer this cycle)."""

@@ -7,7 +7,7 @@ import datetime as dt
 from django.utils import timezone
 
 from monitor.collect import lease
-from monitor.collect.memory import HORIZON
+from monitor.collect.memory import HORIZON, MISSING_TTL
 from monitor.collect.traffic import collect_cluster
 from monitor.models import CollectionState
 from monitor.remoting.admin import MQAdmin
@@ -28,23 +28,61 @@ def asked(seen: list[tuple[str, str, str]], stat: str, key: str) -> set[str]:
     return {label for label, name, k in seen if (name, k) == (stat, key)}
 
 
-def test_stats_a_broker_says_do_not_exist_are_not_asked_again_until_traffic_comes(
+def noise(sandbox, workdir) -> None:
+    """Traffic on a topic of its own: the masters' counters move, so they prove nothing idle."""
+    with running(sandbox, plan("TopicNoise", rate=20.0), workdir / "noise") as run:
+        run.stop_producers(at_least=1)
+
+
+def create_topic(sandbox, topic: str, group: str | None = None) -> None:
+    """The topic on both masters; with ``group``, the group's offsets committed at its start (a group that reads
+    it, so the masters report its queue ends)."""
+    with MQAdmin(sandbox.namesrv_addr) as admin:
+        for addr in masters(sandbox):
+            admin.create_and_update_topic_config(addr, TopicConfig(topic, read_queue_nums=4, write_queue_nums=4))
+            if group is not None:
+                admin.create_and_update_subscription_group_config(addr, SubscriptionGroupConfig(group))
+                for queue_id in range(4):
+                    admin.update_consumer_offset(addr, group, topic, queue_id, 0)
+
+
+def test_stats_a_broker_says_do_not_exist_are_remembered_for_a_while(
     registered, traffic_sandbox, manual_stats, tmp_path
 ):
-    topic = "TopicQuiet"
-    with MQAdmin(traffic_sandbox.namesrv_addr) as admin:
-        for addr in masters(traffic_sandbox):
-            admin.create_and_update_topic_config(addr, TopicConfig(topic, read_queue_nums=4, write_queue_nums=4))
+    topic = "TopicUnread"  # no group reads it: nothing but the broker's answer says whether it has traffic
+    noise(traffic_sandbox, tmp_path)
+    create_topic(traffic_sandbox, topic)
     at = timezone.now().replace(second=0, microsecond=0)
+    with stats_requests(traffic_sandbox) as seen:
+        collect(registered, at)
+        assert asked(seen, keys.TOPIC_PUT_NUMS, topic) == {"broker-a:0", "broker-b:0"}  # not exist: remembered
+        noise(traffic_sandbox, tmp_path / "more")  # the brokers are busy: it could be this topic
+        seen.clear()
+        collect(registered, at + dt.timedelta(minutes=1))
+        assert asked(seen, keys.TOPIC_PUT_NUMS, topic) == set()
+        with running(traffic_sandbox, plan(topic, rate=20.0), tmp_path) as run:
+            sent = run.stop_producers(at_least=10)
+        manual_stats.sample()
+        seen.clear()
+        later = at + dt.timedelta(seconds=MISSING_TTL + 60)
+        collect(registered, later)  # a while later, it is asked again
+        assert asked(seen, keys.TOPIC_PUT_NUMS, topic) == {"broker-a:0", "broker-b:0"}
+    assert TopicMinute.objects.get(topic=topic, minute=later).put_nums == sent
 
+
+def test_stats_a_broker_says_do_not_exist_are_asked_as_soon_as_the_queues_move(
+    registered, traffic_sandbox, manual_stats, tmp_path
+):
+    topic, group = "TopicRead", "cg_read"
+    noise(traffic_sandbox, tmp_path)
+    create_topic(traffic_sandbox, topic, group)
+    at = timezone.now().replace(second=0, microsecond=0)
     with stats_requests(traffic_sandbox) as seen:
         collect(registered, at)
         assert asked(seen, keys.TOPIC_PUT_NUMS, topic) == {"broker-a:0", "broker-b:0"}  # not exist: remembered
         seen.clear()
         collect(registered, at + dt.timedelta(seconds=30))
-        assert asked(seen, keys.TOPIC_PUT_NUMS, topic) == set()
-        assert not TopicMinute.objects.filter(topic=topic).exists()  # nothing was stored there: zero, no row
-
+        assert asked(seen, keys.TOPIC_PUT_NUMS, topic) == set()  # the queue ends have not moved
         with running(traffic_sandbox, plan(topic, rate=20.0), tmp_path) as run:
             sent = run.stop_producers(at_least=10)
         manual_stats.sample()
@@ -64,12 +102,8 @@ def test_keys_proved_idle_are_not_asked_and_read_zero(registered, traffic_sandbo
 
     with stats_requests(traffic_sandbox) as seen:
         collect(registered, at)
-        assert asked(seen, keys.GROUP_GET_NUMS, keys.group_key(topic, group)) == {
-            "broker-a:0",
-            "broker-a:1",
-            "broker-b:0",
-            "broker-b:1",
-        }
+        # The masters served the pulls; the slaves never served anything, which their counters prove.
+        assert asked(seen, keys.GROUP_GET_NUMS, keys.group_key(topic, group)) == {"broker-a:0", "broker-b:0"}
         seen.clear()
         # Offsets unchanged for longer than any stats window reaches back: nothing of this topic is asked.
         collect(registered, at + dt.timedelta(seconds=HORIZON + 60))

@@ -1,0 +1,150 @@
+"""Consumer progress and client health as the collector stores them, against real C++ consumers: lag per group and
+per queue (messages and time behind, history kept), connections and subscriptions of online clients, queues a hung
+consumer is stuck on, and dead letters of a consumer that keeps failing."""
+
+import datetime as dt
+
+from django.utils import timezone
+
+from monitor.remoting.admin import MQAdmin
+from monitor.remoting.errors import RemotingError
+from monitor.sandbox.traffic import Plan
+from monitor.sandbox.traffic.profiles import consumer, producer
+from stats.models import BlockedQueueMinute, ClientMinute, ConsumeMinute, GroupMinute, QueueLagMinute
+from tests.monitor.traffic_helpers import OPTIONS, collect, plan, running, wait_for
+
+pytest_plugins = ["tests.monitor.fixtures_traffic"]
+
+
+def test_lag_is_what_the_brokers_hold_unconsumed_and_its_age_that_of_the_last_consumed_message(
+    registered, traffic_sandbox, tmp_path
+):
+    topic, group = "TopicBehind", "cg_behind"
+    # One queue on each master, 200 messages each, and a consumer stopped after 40: at least one queue is part
+    # consumed (its last consumed message has a store time), the other may be untouched.
+    traffic_plan = plan(topic, group, queues=1, backlog=400, rate=1.0, threads=1, delay=0.05)
+    with running(traffic_sandbox, traffic_plan, tmp_path) as run:
+        run.stop_producers(at_least=400)
+        with MQAdmin(traffic_sandbox.namesrv_addr) as admin:
+
+            def committed() -> int:
+                return sum(o.consumer_offset for o in admin.examine_consume_stats(group, topic).offset_table.values())
+
+            wait_for(lambda: committed() >= 40, what="some consumed and committed")
+    with MQAdmin(traffic_sandbox.namesrv_addr) as admin:
+        queues = admin.examine_consume_stats(group, topic).offset_table
+    lagging = {mq: o for mq, o in queues.items() if o.lag > 0}
+    at = timezone.now()
+
+    collect(registered, at)
+
+    row = ConsumeMinute.objects.get(cluster_id=registered.pk, group=group, topic=topic)
+    assert row.lag == sum(o.lag for o in queues.values()) > 0
+    oldest = min(o.last_timestamp for o in lagging.values() if o.last_timestamp)
+    assert row.lag_seconds == (int(at.timestamp() * 1000) - oldest) / 1000
+    stored = {
+        (r.broker_name, r.queue_id): (r.broker_offset, r.consumer_offset, r.lag)
+        for r in QueueLagMinute.objects.filter(cluster_id=registered.pk, group=group, topic=topic)
+    }
+    assert stored == {
+        (mq.broker_name, mq.queue_id): (o.broker_offset, o.consumer_offset, o.lag) for mq, o in lagging.items()
+    }
+
+    # History: the next minute is a row of its own, the earlier one stays.
+    collect(registered, at + dt.timedelta(minutes=1))
+    assert ConsumeMinute.objects.filter(group=group, topic=topic).count() == 2
+    assert QueueLagMinute.objects.filter(group=group, topic=topic).count() == 2 * len(lagging)
+
+
+def test_online_clients_their_connections_and_subscriptions(registered, traffic_sandbox, tmp_path):
+    topic, group = "TopicClients", "cg_clients"
+    with running(traffic_sandbox, plan(topic, group, rate=2.0), tmp_path) as run:
+        wait_for(lambda: run.status(f"consumer {group}").get("received"), what="consumer running")
+        collect(registered)
+
+    (client,) = ClientMinute.objects.filter(cluster_id=registered.pk, group=group)
+    assert client.language == "CPP" and client.version > 0 and client.address.startswith("127.0.0.1:")
+    assert client.subscription == {topic: "*", f"%RETRY%{group}": "*"} and client.error == ""
+    health = GroupMinute.objects.get(cluster_id=registered.pk, group=group)
+    assert (health.clients, health.message_model, health.consume_type) == (1, "CLUSTERING", "CONSUME_PASSIVELY")
+    assert health.subscription_consistent is True and health.blocked_queues == 0
+
+
+def test_clients_of_one_group_subscribing_differently_are_flagged(registered, traffic_sandbox, tmp_path):
+    group = "cg_split"
+    traffic_plan = Plan(
+        topics={"TopicSplitA": 4, "TopicSplitB": 4},
+        groups={group: 16},
+        clients=[
+            producer("pg_split", "TopicSplitA", 2.0, OPTIONS),
+            consumer(group, "TopicSplitA", name="consumer split a"),
+            consumer(group, "TopicSplitB", name="consumer split b"),
+        ],
+    )
+    with running(traffic_sandbox, traffic_plan, tmp_path):
+        wait_for(
+            lambda: (
+                len(traffic_sandbox.broker("broker-a").consumers.get(group).client_ids()) == 2
+                if traffic_sandbox.broker("broker-a").consumers.get(group)
+                else False
+            ),
+            what="both clients online",
+        )
+        collect(registered)
+
+    subscriptions = sorted(
+        sorted(row.subscription) for row in ClientMinute.objects.filter(cluster_id=registered.pk, group=group)
+    )
+    assert subscriptions == [[f"%RETRY%{group}", "TopicSplitA"], [f"%RETRY%{group}", "TopicSplitB"]]
+    health = GroupMinute.objects.get(cluster_id=registered.pk, group=group)
+    assert health.clients == 2 and health.subscription_consistent is False
+
+
+def test_queues_a_hung_consumer_is_stuck_on_are_blocked(registered, traffic_sandbox, tmp_path, settings):
+    settings.CONSUMER_BLOCKED_SECONDS = 1
+    topic, group = "TopicHung", "cg_hung"
+    # Every callback hangs: both threads are stuck on their first message, the rest wait in the client.
+    with running(traffic_sandbox, plan(topic, group, rate=10.0, block_every=1), tmp_path) as run:
+        wait_for(lambda: run.status(f"consumer {group}").get("blocked", 0) == 2, what="both threads stuck")
+
+        def blocked() -> list[BlockedQueueMinute]:
+            collect(registered)
+            return list(BlockedQueueMinute.objects.filter(cluster_id=registered.pk, group=group))
+
+        rows = wait_for(blocked, what="blocked queues")
+        health = GroupMinute.objects.get(cluster_id=registered.pk, group=group)
+    assert health.blocked_queues == len(rows) > 0
+    assert {row.topic for row in rows} == {topic}
+    assert all(row.cached_messages > 0 or row.lag for row in rows)
+
+
+def test_retries_and_dead_letters_of_a_failing_consumer(registered, traffic_sandbox, manual_stats, tmp_path):
+    topic, group = "TopicFailingCounted", "cg_failing_counted"
+    traffic_plan = plan(topic, group, rate=20.0, fail_every=5)
+    traffic_plan.groups[group] = 2  # retried twice, then dead-lettered
+    with running(traffic_sandbox, traffic_plan, tmp_path) as run, MQAdmin(traffic_sandbox.namesrv_addr) as admin:
+        sent = run.stop_producers(at_least=40)
+
+        def dead_letters() -> int:
+            try:
+                table = admin.examine_topic_stats(f"%DLQ%{group}").offset_table
+            except RemotingError:  # no route yet: nothing dead-lettered so far
+                return 0
+            return sum(o.max_offset for o in table.values())
+
+        def settled() -> bool:
+            """Every failing message failed three times (then went to the DLQ); nothing is on its way."""
+            status, dlq = run.status(f"consumer {group}"), dead_letters()
+            return dlq > 0 and status.get("reconsume_later") == 3 * dlq and status.get("received") == sent + 2 * dlq
+
+        wait_for(settled, what="failing messages dead-lettered")
+        dlq = dead_letters()
+        sent_back = run.status(f"consumer {group}")["reconsume_later"]
+    manual_stats.sample()
+
+    collect(registered)
+
+    row = ConsumeMinute.objects.get(cluster_id=registered.pk, group=group, topic=topic)
+    assert row.sndbck_nums == sent_back > 0
+    health = GroupMinute.objects.get(cluster_id=registered.pk, group=group)
+    assert health.dlq_total == dlq

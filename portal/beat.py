@@ -11,9 +11,9 @@ from celery.schedules import crontab
 # Celery time zone) puts every run in a slot of its own.
 SERVER_STATS_EXPIRES_SECONDS = 300.0
 # Per-minute collection: the fan-out runs at the start of every minute (its tasks expire when the minute ends);
-# retention runs hourly and works off any backlog in bounded batches.
+# retention runs every quarter of an hour and works off any backlog in bounded batches.
 COLLECT_EXPIRES_SECONDS = 60.0
-RETENTION_EXPIRES_SECONDS = 3600.0
+RETENTION_EXPIRES_SECONDS = 900.0
 
 
 def beat_schedule(*, registry_sync_seconds: int) -> dict[str, dict]:
@@ -35,7 +35,7 @@ def beat_schedule(*, registry_sync_seconds: int) -> dict[str, dict]:
         },
         "delete-expired-minutes": {
             "task": "monitor.tasks.traffic.delete_expired_minutes",
-            "schedule": crontab(minute=7),
+            "schedule": crontab(minute="7-59/15"),
             "options": {"expires": RETENTION_EXPIRES_SECONDS},
         },
     }

@@ -147,22 +147,34 @@ def blocked_rows(
     return rows
 
 
+def client_position(queue: b.ProcessQueueInfo) -> int | None:
+    """Where a client is in a queue by its own account: the first message it holds unconsumed, else its committed
+    offset; None when it reports neither (the C++ client reports -1, as an unsigned 64-bit number, until it has
+    committed anything)."""
+    positions = []
+    if queue.cached_msg_count > 0:
+        positions.append(queue.cached_msg_min_offset)
+    if 0 <= queue.commit_offset < 2**63:
+        positions.append(queue.commit_offset)
+    return min(positions) if positions else None
+
+
 def broadcast_progress(
     clients: GroupClients, ends: dict[tuple[str, str, int], int]
 ) -> dict[tuple[str, str, int], tuple[int, int, str]]:
-    """A broadcasting group's progress per queue, from its clients' own committed offsets: (topic, broker name,
-    queue id) -> (queue end, committed offset, client) of the furthest-behind client. ``ends`` are the queues'
-    ends as the brokers report them; queues whose end is unknown are left out."""
+    """A broadcasting group's progress per queue, from its clients' own accounts: (topic, broker name, queue id)
+    -> (queue end, position, client) of the furthest-behind client. ``ends`` are the queues' ends as the brokers
+    report them; queues whose end or position is unknown are left out."""
     worst: dict[tuple[str, str, int], tuple[int, int, str]] = {}
     for client_id, info in clients.infos.items():
         if not isinstance(info, b.ConsumerRunningInfo):
             continue
         for mq, queue in info.mq_table.items():
             where = (mq.topic, mq.broker_name, mq.queue_id)
-            end = ends.get(where)
-            if end is None:
+            end, position = ends.get(where), client_position(queue)
+            if end is None or position is None:
                 continue
             current = worst.get(where)
-            if current is None or end - queue.commit_offset > current[0] - current[1]:
-                worst[where] = (end, queue.commit_offset, client_id)
+            if current is None or end - position > current[0] - current[1]:
+                worst[where] = (end, position, client_id)
     return worst

@@ -9,10 +9,12 @@ from figures the collector reads anyway, in one request per broker:
   (GET_BROKER_CONSUME_STATS: every group's queues on the broker, with their ends).
 
 A stats key's minute window covers at most the last :data:`HORIZON` seconds. If a counter that every increment of
-the key would also move has not changed since a reading at least that long ago, the window holds nothing, and
-the key reads zero without being asked. A group key needs its group to have had no backlog as well (a consumer
-with messages waiting may pull without committing, e.g. when its callbacks hang). Each remembered figure is kept
-with ``since``, the time of the first reading that showed its current value.
+the key would also move has not changed since a reading at least that long ago (or is still 0: the broker never
+counted anything), the window holds nothing, and the key reads zero without being asked. A group key needs its
+group to have had no backlog as well (a consumer with messages waiting may pull without committing, e.g. when its
+callbacks hang). Each remembered figure is kept with ``since``, the time of the first reading that showed its
+current value. (One proof needs no memory: GET_BROKER_CONSUME_STATS also gives each group's pull rate over the
+master's own minute window, GROUP_GET_NUMS's rate, so a rate of zero is a master's GROUP_GET_NUMS reading zero.)
 
 The memory also keeps the stats keys a broker said do not exist: such a key is skipped while the figures prove
 nothing happened since it was missing (any activity would have created it), or, for a key no figure covers, for

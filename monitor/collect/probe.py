@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,8 @@ from monitor.remoting.errors import RemotingClientError
 from portal.models import Cluster
 from stats.models import BrokerProbe, NameServerProbe
 from stats.store.health import store_probes
+
+logger = logging.getLogger(__name__)
 
 MASTER_ID = 0
 SLAVE_ROLE = "SLAVE"
@@ -132,8 +135,8 @@ async def _probe_broker(admin: AsyncMQAdmin, addr: str, *, timeout: float, attem
     try:
         async with asyncio.timeout(timeout):
             role = (await admin.get_broker_config(addr)).get("brokerRole", "")
-    except (RemotingClientError, TimeoutError):
-        pass  # the role is a detail; the broker answered, which is what the probe is about
+    except (RemotingClientError, TimeoutError) as exc:  # a detail: the broker answered, which is what counts
+        logger.info("brokerRole of %s not read: %s", addr, exc)
     answer.value = (b.BrokerRuntimeInfo.from_kvtable(answer.value), role)
     return answer
 

@@ -94,8 +94,6 @@ def collect_cluster(cluster: Cluster, *, now: dt.datetime | None = None) -> Coll
         logger.info("collection of cluster %s skipped: another collection is running", cluster.name)
         return report
     token, memory_data = claimed
-    new_memory = None
-    error = ""
     try:
         now = now or timezone.now()
         started = time.perf_counter()
@@ -111,12 +109,10 @@ def collect_cluster(cluster: Cluster, *, now: dt.datetime | None = None) -> Coll
         report.rows = _row_count(samples)
         with transaction.atomic():
             store_minute(samples)
-        new_memory = cycle.memory.dump()
+            lease.release(cluster, token, memory=cycle.memory.dump())
     except BaseException as exc:
-        error = f"{type(exc).__name__}: {exc}"
+        lease.release(cluster, token, memory=None, error=f"{type(exc).__name__}: {exc}")
         raise
-    finally:
-        lease.release(cluster, token, memory=new_memory, error=error)
     logger.info("collection of cluster %s: %s", cluster.name, report.counts())
     return report
 
@@ -262,7 +258,7 @@ class Cycle:
             return
         tables = MasterTables(topics=set(topics.topic_config_table))
         for group, per_topic in consume.by_group().items():
-            if is_system_group(group):
+            if not group or is_system_group(group):
                 continue
             tables.groups.add(group)
             for stats in per_topic:
@@ -424,10 +420,8 @@ class Cycle:
                 if keys.is_group_topic(topic):
                     continue
                 behind = any(o.broker_offset > o.consumer_offset for o in queues.values())
-                gets = [
-                    readings.windows.get((t.label, keys.GROUP_GET_NUMS, keys.group_key(topic, group)), ZERO)
-                    for t in readings.members(broker_name)
-                ]
+                key = keys.group_key(topic, group)
+                gets = [readings.value(t, keys.GROUP_GET_NUMS, key) for t in readings.members(broker_name)]
                 if behind or any(w is None or w.sum for w in gets):
                     sendbacks.setdefault(broker_name, []).append(("sndbck", topic, group))
         extra: dict[str, list] = {}

@@ -1,5 +1,6 @@
 """The per-minute tasks and their beat entries: thin tasks taking ids, a fan-out whose tasks expire with their
-minute, and hourly retention. Tasks run in-process here (called directly, or eagerly through ``apply_async``)."""
+minute, and retention every quarter of an hour. Tasks run in-process here (called directly, or eagerly through
+``apply_async``)."""
 
 import datetime as dt
 
@@ -41,11 +42,11 @@ def test_retention_keeps_the_configured_days(db, settings):
     assert list(ClusterMinute.objects.values_list("minute", flat=True)) == [now - dt.timedelta(days=1)]
 
 
-def test_beat_collects_every_minute_and_deletes_expired_minutes_hourly():
+def test_beat_collects_every_minute_and_deletes_expired_minutes_every_quarter_hour():
     schedule = celery_app.conf.beat_schedule
     collect = schedule["collect-all-clusters"]
     assert collect["task"] == collect_all_clusters.name
     assert collect["schedule"] == crontab(minute="*") and collect["options"]["expires"] == 60
     retention = schedule["delete-expired-minutes"]
     assert retention["task"] == delete_expired_minutes.name
-    assert retention["schedule"] == crontab(minute=7) and retention["options"]["expires"] == 3600
+    assert retention["schedule"] == crontab(minute="7-59/15") and retention["options"]["expires"] == 900

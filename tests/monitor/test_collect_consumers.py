@@ -16,7 +16,7 @@ from monitor.remoting.errors import RemotingError
 from monitor.sandbox.traffic import Plan
 from monitor.sandbox.traffic.profiles import consumer, producer
 from stats.models import BlockedQueueMinute, ClientMinute, ConsumeMinute, GroupMinute, QueueLagMinute
-from tests.monitor.traffic_helpers import OPTIONS, collect, plan, running, wait_for
+from tests.monitor.traffic_helpers import OPTIONS, WAIT, collect, plan, running, wait_for
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
 
@@ -166,7 +166,7 @@ def test_retries_and_dead_letters_of_a_failing_consumer(registered, traffic_sand
             status, dlq = run.status(f"consumer {group}"), dead_letters()
             return dlq > 0 and status.get("reconsume_later") == 3 * dlq and status.get("received") == sent + 2 * dlq
 
-        wait_for(settled, what="failing messages dead-lettered")
+        wait_for(settled, timeout=3 * WAIT, what="failing messages dead-lettered")
         dlq = dead_letters()
         sent_back = run.status(f"consumer {group}")["reconsume_later"]
     manual_stats.sample()

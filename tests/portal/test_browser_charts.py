@@ -51,7 +51,7 @@ CHROMIUM_ARGS = [
 ZONE = "Asia/Shanghai"  # the viewer's zone, so that the times drawn prove the conversion
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"

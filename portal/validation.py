@@ -15,11 +15,11 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from stats.keys import DLQ_PREFIX, OFFSET_MOVED_EVENT_TOPIC, RETRY_PREFIX
+
 TOPIC_MAX_LENGTH = 127
 GROUP_MAX_LENGTH = 255
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 
 SYSTEM_TOPICS = frozenset(
     {
@@ -31,7 +31,7 @@ SYSTEM_TOPICS = frozenset(
         "RMQ_SYS_TRANS_OP_HALF_TOPIC",
         "TRANS_CHECK_MAX_TIME_TOPIC",
         "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
+        OFFSET_MOVED_EVENT_TOPIC,
     }
 )
 SYSTEM_TOPIC_PREFIXES = ("rmq_sys_", "RMQ_SYS_", RETRY_PREFIX, DLQ_PREFIX)

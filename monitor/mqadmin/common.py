@@ -18,9 +18,6 @@ from monitor.remoting.errors import RemotingClientError
 T = TypeVar("T")
 R = TypeVar("R")
 
-# Topics that belong to a consumer group rather than to an application (MixAll.RETRY/DLQ_GROUP_TOPIC_PREFIX).
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 # How many admin calls the listing subcommands (statsAll, consumerProgress without -g...) keep in flight.
 PARALLEL_CALLS = 16
 

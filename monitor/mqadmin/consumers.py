@@ -7,7 +7,6 @@ import time
 from dataclasses import dataclass, field
 
 from monitor.mqadmin.common import (
-    RETRY_PREFIX,
     MQAdminError,
     SubCommand,
     format_date,
@@ -19,6 +18,7 @@ from monitor.mqadmin.output import cell, join_blocks, render_properties, render_
 from monitor.remoting import body as b
 from monitor.remoting.admin import MQAdmin
 from monitor.remoting.errors import RemotingClientError, RemotingError
+from stats.keys import RETRY_PREFIX
 
 # ConsumerRunningInfo property names.
 PROP_CONSUME_TYPE = "PROP_CONSUME_TYPE"

@@ -6,8 +6,6 @@ import argparse
 from dataclasses import dataclass, field
 
 from monitor.mqadmin.common import (
-    DLQ_PREFIX,
-    RETRY_PREFIX,
     PartialFailure,
     SubCommand,
     add_target,
@@ -20,6 +18,7 @@ from monitor.mqadmin.topics import DeleteTopicResult, delete_topic_in_cluster, d
 from monitor.remoting import body as b
 from monitor.remoting.admin import MQAdmin
 from monitor.remoting.errors import RemotingClientError
+from stats.keys import DLQ_PREFIX, RETRY_PREFIX
 
 # --- updateSubGroup -------------------------------------------------------------------------------------------------
 

@@ -6,8 +6,6 @@ import argparse
 from dataclasses import dataclass, field
 
 from monitor.mqadmin.common import (
-    DLQ_PREFIX,
-    RETRY_PREFIX,
     SubCommand,
     format_date,
     java_bool,
@@ -19,10 +17,7 @@ from monitor.remoting import body as b
 from monitor.remoting.admin import MQAdmin
 from monitor.remoting.codes import ResponseCode
 from monitor.remoting.errors import RemotingError
-
-# BrokerStatsManager names (stats keys: topic, and "topic@group" with the topic first).
-TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
-GROUP_GET_NUMS = "GROUP_GET_NUMS"
+from stats import keys
 
 # --- statsAll -------------------------------------------------------------------------------------------------------
 
@@ -45,7 +40,7 @@ class TopicStats:
 
 def _is_missing_stats(exc: RemotingError) -> bool:
     """A broker that has seen no traffic for a stats key answers SYSTEM_ERROR "The stats <NAME> <KEY> not exist"."""
-    return exc.code == ResponseCode.SYSTEM_ERROR and "not exist" in (exc.remark or "")
+    return exc.code == ResponseCode.SYSTEM_ERROR and keys.is_missing_stats_remark(exc.remark)
 
 
 def _sum_24_hours(data: b.BrokerStatsData) -> int:
@@ -91,12 +86,12 @@ def topic_stats(admin: MQAdmin, topic: str) -> TopicStats | None:
             return None
         raise
     masters = [bd.master_addr for bd in route.broker_datas if bd.master_addr]
-    in_tps, in_total = _stats(admin, masters, TOPIC_PUT_NUMS, topic)
+    in_tps, in_total = _stats(admin, masters, keys.TOPIC_PUT_NUMS, keys.topic_key(topic))
     result = TopicStats(topic, in_tps, in_total)
     first = next((addr for addr in map(select_broker_addr, route.broker_datas) if addr), None)
     groups = admin.query_topic_consume_by_who(first, topic).group_list if first else []
     for group in groups:
-        out_tps, out_total = _stats(admin, masters, GROUP_GET_NUMS, f"{topic}@{group}")
+        out_tps, out_total = _stats(admin, masters, keys.GROUP_GET_NUMS, keys.group_key(topic, group))
         result.groups.append(GroupStats(group, _accumulation(admin, group, topic), out_tps, out_total))
     return result
 
@@ -107,7 +102,7 @@ def stats_all(admin: MQAdmin, args: argparse.Namespace) -> list[TopicStats]:
     topics = [
         t
         for t in admin.fetch_all_topic_list().topic_list
-        if not t.startswith((RETRY_PREFIX, DLQ_PREFIX)) and (not args.topic or t == args.topic)
+        if not keys.is_group_topic(t) and (not args.topic or t == args.topic)
     ]
     results = [r for r in parallel_map(lambda topic: topic_stats(admin, topic), topics) if r is not None]
     if not args.active_topic:

@@ -6,8 +6,6 @@ import argparse
 from dataclasses import dataclass, field
 
 from monitor.mqadmin.common import (
-    DLQ_PREFIX,
-    RETRY_PREFIX,
     MQAdminError,
     PartialFailure,
     SubCommand,
@@ -24,6 +22,7 @@ from monitor.mqadmin.output import render_table
 from monitor.remoting import body as b
 from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE, MQAdmin
 from monitor.remoting.errors import RemotingClientError, RemotingError
+from stats import keys
 
 # TopicSysFlag bits.
 FLAG_UNIT = 0x1
@@ -62,7 +61,7 @@ def topic_list(admin: MQAdmin, args: argparse.Namespace) -> list[str] | list[Top
     if not args.cluster_model:
         return topics
     info = admin.examine_broker_cluster_info()
-    wanted = [t for t in topics if not t.startswith((RETRY_PREFIX, DLQ_PREFIX))]
+    wanted = [t for t in topics if not keys.is_group_topic(t)]
     return parallel_map(lambda topic: _topic_cluster_and_groups(admin, info, topic), wanted)
 
 

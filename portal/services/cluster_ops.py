@@ -43,7 +43,7 @@ from monitor.remoting.errors import (
     RemotingTimeoutError,
 )
 from portal.models import Broker, BrokerRole, Cluster
-from portal.validation import DLQ_PREFIX, RETRY_PREFIX
+from stats.keys import dlq_topic, retry_topic
 
 logger = logging.getLogger(__name__)
 
@@ -242,5 +242,5 @@ def delete_subscription_group(cluster: Cluster, name: str) -> None:
                 % {"group": name, "broker": _on_broker(broker_name, addr)}
             ):
                 admin.delete_subscription_group(addr, name, remove_offset=True)
-        for topic in (RETRY_PREFIX + name, DLQ_PREFIX + name):
+        for topic in (retry_topic(name), dlq_topic(name)):
             _delete_topic(admin, masters, topic)

@@ -154,8 +154,8 @@ class GroupMinute(models.Model):
     group = models.CharField(max_length=255)
     minute = models.DateTimeField()
     clients = models.IntegerField(null=True)
-    message_model = models.CharField(max_length=16, blank=True)
-    consume_type = models.CharField(max_length=16, blank=True)
+    message_model = models.CharField(max_length=32, blank=True)
+    consume_type = models.CharField(max_length=32, blank=True)  # CONSUME_PASSIVELY is 17 characters
     subscription_consistent = models.BooleanField(null=True)
     blocked_queues = models.IntegerField(null=True)
     dlq_nums = models.BigIntegerField(null=True)

@@ -22,6 +22,7 @@ from stats.models import (
     ClusterMinute,
     ConsumeMinute,
     GroupMinute,
+    OffsetMovedEvent,
     QueueLagMinute,
     TopicMinute,
 )
@@ -202,6 +203,16 @@ def group_now(cluster_id: int, group: str, now: dt.datetime) -> GroupNow:
         health=GroupMinute.objects.filter(**key).first(),
         clients=list(ClientMinute.objects.filter(**key).order_by("client_id")),
         blocked=list(BlockedQueueMinute.objects.filter(**key).order_by("topic", "broker_name", "queue_id")),
+    )
+
+
+def offset_moves(cluster_id: int, group: str, since: dt.datetime, limit: int = 50) -> list[OffsetMovedEvent]:
+    """A group's latest offset moves since ``since``, newest first: each is a consumer that asked for an offset
+    outside its queue and was moved (its messages were skipped or read again)."""
+    return list(
+        OffsetMovedEvent.objects.filter(cluster_id=cluster_id, group=group, stored_at__gte=since).order_by(
+            "-stored_at", "topic", "event_broker_name", "event_queue_id"
+        )[:limit]
     )
 
 

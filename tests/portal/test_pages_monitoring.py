@@ -25,6 +25,7 @@ from stats.models import (
     ConsumeMinute,
     GroupMinute,
     NameServerProbe,
+    OffsetMovedEvent,
     QueueLagMinute,
     TopicMinute,
     slot_start,
@@ -245,6 +246,31 @@ def test_a_broadcasting_groups_queue_lag_names_the_client_behind(signed_in, team
     text = signed_in.get(reverse("consumer-group-detail", args=[group.pk])).text
 
     assert "c@slow" in text
+
+
+def offset_move(billing, minutes_ago: int, queue_offset: int, **fields) -> OffsetMovedEvent:
+    return OffsetMovedEvent.objects.create(
+        cluster_id=billing.cluster_id, broker_name="broker-a", queue_id=0, queue_offset=queue_offset,
+        stored_at=ago(minutes_ago), topic="ORDERS", event_broker_name="broker-a", event_queue_id=2,
+        **{"group": "GID_BILLING", "offset_request": 900, "offset_new": 120, **fields},
+    )  # fmt: skip
+
+
+def test_the_group_page_lists_its_offset_moves_in_the_chosen_range_newest_first(signed_in, billing):
+    offset_move(billing, 30, queue_offset=1, offset_request=500, offset_new=40)
+    offset_move(billing, 5, queue_offset=2, offset_request=900, offset_new=120)
+    offset_move(billing, 2 * 60, queue_offset=3)  # before the last hour
+    offset_move(billing, 3, queue_offset=4, group="GID_OTHER")
+
+    response = signed_in.get(reverse("consumer-group-detail", args=[billing.pk]), {"range": "1h"})
+
+    moves = response.context["offset_moves"]
+    assert [(m.offset_request, m.offset_new) for m in moves] == [(900, 120), (500, 40)]
+    assert "Offset moves" in response.text and ">120<" in response.text
+
+
+def test_a_group_without_offset_moves_shows_no_offset_move_table(signed_in, billing):
+    assert 'id="offset-moves"' not in signed_in.get(reverse("consumer-group-detail", args=[billing.pk])).text
 
 
 # --- broker, cluster and server pages -------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from portal.web import monitoring
 from portal.web.entries import detail_url_name, entry_model, visible_entry
 from portal.web.forms import DescriptionForm, submitted
 from portal.web.paging import filtered_page
-from stats.queries.traffic import group_now
+from stats.queries.traffic import group_now, offset_moves
 
 
 def _pending_applications(user, **target):
@@ -86,6 +86,7 @@ def consumer_group_detail(request, pk):
         "window": window,
         "charts": monitoring.group_charts(group, [sub.topic.name for sub in subscriptions], window),
         "now": group_now(group.cluster_id, group.name, timezone.now()),
+        "offset_moves": offset_moves(group.cluster_id, group.name, window.since),
     }
     return render(request, "portal/consumer_group_detail.html", context)
 

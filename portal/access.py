@@ -11,6 +11,12 @@ admin* (``user.is_staff``). Rules:
 - Only the owning team changes its own topics and groups (through applications); members may apply for creations,
   changes and associations, deletions need a team admin. Portal admins may do everything and decide applications;
   a team admin of a topic's owning team may also decide associations with that topic.
+- A producer group's owning team (and portal admins) issues and revokes the tokens its clients report sends
+  with; a token authenticates only its group's reports (``portal/api/authentication.py``), never a user.
+- Warnings are seen by the people they concern: a topic's or group's by its owning team (a topic's also by the users
+  associated with it), the cluster machinery's (name servers, brokers, servers) by every signed-in user; portal
+  admins see all. The owning team (portal admins for the machinery) acknowledges them. Warning channels,
+  subscriptions and mutes are personal.
 """
 
 from __future__ import annotations
@@ -114,6 +120,12 @@ def can_change(user, entry) -> bool:
     return is_portal_admin(user) or (entry.team_id is not None and entry.team_id in team_ids(user))
 
 
+def can_manage_producer_tokens(user, group) -> bool:
+    """Issue and revoke the tokens a producer group's clients report their sends with, and see the list of them:
+    the group's owning team (any member) and portal admins."""
+    return can_change(user, group)
+
+
 def can_decide(user, application) -> bool:
     return application.is_pending and type(application).objects.decidable_by(user).filter(pk=application.pk).exists()
 
@@ -135,3 +147,74 @@ def can_open_approval_queue(user) -> bool:
     """Portal admins, and team admins, who decide associations with their team's topics; which applications the
     queue shows each of them is ``Application.objects.decidable_by``."""
     return is_portal_admin(user) or bool(team_ids(user, admin_only=True))
+
+
+def _warnings_heard_by(user, teams):
+    """Whose warnings a (non-admin) user hears as an owner: their teams' topics and groups, and the topics they
+    are associated with."""
+    from portal.models import TopicAssociation
+    from portal.models.warnings import SubjectType
+
+    associated = TopicAssociation.objects.filter(user=user).values("topic_id")
+    return (
+        Q(subject_type=SubjectType.TOPIC, topic__team_id__in=teams)
+        | Q(subject_type=SubjectType.TOPIC, topic_id__in=associated)
+        | Q(subject_type=SubjectType.CONSUMER_GROUP, consumer_group__team_id__in=teams)
+        | Q(subject_type=SubjectType.PRODUCER_GROUP, producer_group__team_id__in=teams)
+    )
+
+
+def visible_warnings(user, warnings=None):
+    """The warnings (of ``warnings``, a ``Warning`` queryset, or all) the user may see: portal admins every one;
+    other signed-in users those of the cluster machinery (name servers, brokers, servers: like the broker and server
+    pages, for every signed-in user) and their own (:func:`own_warnings`); anonymous visitors none. A warning on a
+    topic or group the registry does not hold (no owner to hear it) is an admin's."""
+    from portal.models.warnings import CLUSTER_SUBJECT_TYPES, Warning
+
+    warnings = Warning.objects.all() if warnings is None else warnings
+    if is_portal_admin(user):
+        return warnings
+    if not (user and user.is_authenticated and user.is_active):
+        return warnings.none()
+    return warnings.filter(Q(subject_type__in=CLUSTER_SUBJECT_TYPES) | _warnings_heard_by(user, team_ids(user)))
+
+
+def own_warnings(user, warnings=None):
+    """The warnings addressed to the user (the lists' "mine"): those of the topics and groups their teams own and of
+    the topics they are associated with; for portal admins also the cluster machinery's, which they look after."""
+    from portal.models.warnings import CLUSTER_SUBJECT_TYPES, Warning
+
+    warnings = Warning.objects.all() if warnings is None else warnings
+    if not (user and user.is_authenticated and user.is_active):
+        return warnings.none()
+    mine = _warnings_heard_by(user, team_ids(user))
+    if is_portal_admin(user):
+        mine |= Q(subject_type__in=CLUSTER_SUBJECT_TYPES)
+    return warnings.filter(mine)
+
+
+WARNING_ENTRY_FIELDS = frozenset({"topic", "consumer_group", "producer_group"})
+
+
+def warning_entry(warning):
+    """The registry entry (topic or group) a warning is about, or None (cluster machinery, or not registered). A
+    group's warning may also link the topic it concerns; the subject is the group."""
+    return getattr(warning, warning.subject_type, None) if warning.subject_type in WARNING_ENTRY_FIELDS else None
+
+
+def can_acknowledge(user, warning) -> bool:
+    """Say "we are on it" for a warning (while it is open: the lifecycle's business): the owning team of its topic
+    or group, and portal admins (who look after the cluster machinery's warnings)."""
+    entry = warning_entry(warning)
+    return is_portal_admin(user) or (entry is not None and entry.team_id in team_ids(user))
+
+
+def can_manage_channel(user, channel) -> bool:
+    """Warning channels are personal: only their owner configures, tests, enables or deletes one."""
+    return bool(user and user.is_authenticated and channel.owner_id == user.pk)
+
+
+def can_see_all_deliveries(user) -> bool:
+    """A warning's page shows each user the deliveries made to them; portal admins see everyone's (to find a
+    failing channel)."""
+    return is_portal_admin(user)

@@ -14,6 +14,13 @@ SERVER_STATS_EXPIRES_SECONDS = 300.0
 # retention runs every quarter of an hour and works off any backlog in bounded batches.
 COLLECT_EXPIRES_SECONDS = 60.0
 RETENTION_EXPIRES_SECONDS = 900.0
+# Spark jobs (sparkjobs.tasks): the hourly rollups five minutes after each hour closes (its last minute collected
+# and the export's grace over), the daily rollups and rankings twenty minutes after each UTC day closes. Each run
+# catches up any window missed before, so a queued run that waited a whole period is dropped.
+SPARK_HOURLY_EXPIRES_SECONDS = 3600.0
+SPARK_DAILY_EXPIRES_SECONDS = 86400.0
+# The Spark data's retention (rollups, rankings, job runs, lake partitions) once a day, away from the jobs' runs.
+SPARK_RETENTION_EXPIRES_SECONDS = 86400.0
 
 
 def beat_schedule(*, registry_sync_seconds: int) -> dict[str, dict]:
@@ -37,5 +44,20 @@ def beat_schedule(*, registry_sync_seconds: int) -> dict[str, dict]:
             "task": "monitor.tasks.traffic.delete_expired_minutes",
             "schedule": crontab(minute="7-59/15"),
             "options": {"expires": RETENTION_EXPIRES_SECONDS},
+        },
+        "spark-hourly-rollups": {
+            "task": "sparkjobs.tasks.run_hourly_rollups",
+            "schedule": crontab(minute=5),
+            "options": {"expires": SPARK_HOURLY_EXPIRES_SECONDS},
+        },
+        "spark-daily-jobs": {
+            "task": "sparkjobs.tasks.run_daily_jobs",
+            "schedule": crontab(minute=20, hour=0),
+            "options": {"expires": SPARK_DAILY_EXPIRES_SECONDS},
+        },
+        "spark-delete-expired-data": {
+            "task": "sparkjobs.tasks.delete_expired_spark_data",
+            "schedule": crontab(minute=40, hour=3),
+            "options": {"expires": SPARK_RETENTION_EXPIRES_SECONDS},
         },
     }

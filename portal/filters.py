@@ -5,7 +5,8 @@ same in both.
 - ``?q=`` is the text search: every word of it must appear, in any case, in one of the list's searched fields.
 - Yes/no filters take ``true`` or ``false`` (the pages show them as selects); ``mine`` is a checkbox on the pages.
 - A page ignores an invalid value; the API answers it with a 400 field error (django-filter's DRF backend).
-- Ordering is the API's alone (DRF's ``?ordering=``); each page lists in one fixed order.
+- Ordering is the API's (DRF's ``?ordering=``); each page lists in one fixed order, except that topics (page and
+  API alike) may be sorted by traffic rank (``?sort=``, from the Spark rankings).
 """
 
 import operator
@@ -14,10 +15,11 @@ from functools import reduce
 import django_filters
 from django import forms
 from django.contrib.auth import get_user_model
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
+from portal import access
 from portal.models import (
     Application,
     ApplicationKind,
@@ -31,9 +33,15 @@ from portal.models import (
     Origin,
     ProducerGroup,
     RegistryState,
+    SubjectType,
     Team,
     Topic,
+    Warning,
+    WarningKind,
+    WarningState,
 )
+from stats.models import JobRun, JobState, RankingKind
+from stats.queries.rankings import topic_rank
 
 
 class TextSearch(django_filters.CharFilter):
@@ -103,13 +111,32 @@ class RegistryFilterSet(PortalFilterSet):
         return queryset.owned_by(self.request.user) if value else queryset
 
 
+# The topic list's sorts by traffic: the topics' ranks in their clusters' latest rankings of these kinds.
+TOPIC_SORTS = {"traffic_day": RankingKind.TOPIC_TRAFFIC_DAY, "traffic_7d": RankingKind.TOPIC_TRAFFIC_7D}
+
+
 class TopicFilterSet(RegistryFilterSet):
     ordered = yes_no(_("Ordered"))
     trace_enabled = yes_no(_("Message trace"))
+    sort = django_filters.ChoiceFilter(
+        label=_("Sort by"),
+        choices=[("traffic_day", _("Traffic (day)")), ("traffic_7d", _("Traffic (7 days)"))],
+        empty_label=_("Name"),
+        method="sorted_by_traffic",
+        help_text=_(
+            "By rank in the topic's cluster's latest traffic ranking, most messages first; topics it does not list"
+            " (no traffic) follow by name."
+        ),
+    )
 
     class Meta:
         model = Topic
-        fields = [*REGISTRY_FILTERS, "ordered", "trace_enabled", "mine"]
+        fields = [*REGISTRY_FILTERS, "ordered", "trace_enabled", "sort", "mine"]
+
+    def sorted_by_traffic(self, queryset, name, value: str):
+        return queryset.annotate(traffic_rank=topic_rank(TOPIC_SORTS[value])).order_by(
+            F("traffic_rank").asc(nulls_last=True), "name", "cluster__name"
+        )
 
 
 class ConsumerGroupFilterSet(RegistryFilterSet):
@@ -228,3 +255,77 @@ class NotificationFilterSet(PortalFilterSet):
     class Meta:
         model = Notification
         fields = ["unread"]
+
+
+class JobRunFilterSet(PortalFilterSet):
+    """The Spark job runs (admins' page): which job, how it ended, and when it started (days in the viewer's zone)."""
+
+    job = django_filters.AllValuesFilter(label=_("Job"), empty_label=_("All jobs"))
+    state = django_filters.ChoiceFilter(label=_("State"), choices=JobState.choices, empty_label=_("Any state"))
+    started_after = django_filters.DateFilter(
+        label=_("From"),
+        field_name="started_at",
+        lookup_expr="date__gte",
+        widget=DATE_INPUT,
+        help_text=_("Started on or after this day (YYYY-MM-DD), in your time zone."),
+    )
+
+    class Meta:
+        model = JobRun
+        fields = ["job", "state", "started_after"]
+
+
+class WarningFilterSet(PortalFilterSet):
+    q = TextSearch(("subject_name", "summary"))
+    state = django_filters.ChoiceFilter(label=_("State"), choices=WarningState.choices, empty_label=_("Any state"))
+    kind = django_filters.ChoiceFilter(label=_("Warning type"), choices=WarningKind.choices, empty_label=_("All types"))
+    subject_type = django_filters.ChoiceFilter(
+        label=_("Subject type"), choices=SubjectType.choices, empty_label=_("All subjects")
+    )
+    cluster = by_cluster()
+    # Hidden on the page (an id is nothing to type): the topic and group pages link to their warnings with them.
+    topic = django_filters.NumberFilter(
+        label=_("Of the topic with this id"), method="of_entry", widget=forms.HiddenInput
+    )
+    consumer_group = django_filters.NumberFilter(
+        label=_("Of the consumer group with this id"), method="of_entry", widget=forms.HiddenInput
+    )
+    producer_group = django_filters.NumberFilter(
+        label=_("Of the producer group with this id"), method="of_entry", widget=forms.HiddenInput
+    )
+    notified = django_filters.CharFilter(
+        label=_("Told"),
+        method="told",
+        help_text=_("The user name of someone who was sent a notification of it (through any channel)."),
+    )
+    mine = django_filters.BooleanFilter(
+        label=_("Mine only"),
+        method="addressed_to_me",
+        widget=forms.CheckboxInput,
+        help_text=_("Of your teams' topics and groups and the topics you are associated with."),
+    )
+
+    class Meta:
+        model = Warning
+        fields = [
+            "q",
+            "state",
+            "kind",
+            "subject_type",
+            "cluster",
+            "topic",
+            "consumer_group",
+            "producer_group",
+            "notified",
+            "mine",
+        ]
+
+    def of_entry(self, queryset, name, value):
+        """A warning of the entry itself (a group's warning may also link the topic it lags on: it is the group's)."""
+        return queryset.filter(subject_type=name, **{f"{name}_id": value})
+
+    def told(self, queryset, name, value):
+        return queryset.filter(events__deliveries__user__username=value).distinct()
+
+    def addressed_to_me(self, queryset, name, value: bool):
+        return access.own_warnings(self.request.user, queryset) if value else queryset

@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "portal",
     "monitor",
     "stats",
+    "sparkjobs",
 ]
 
 MIDDLEWARE = [
@@ -152,6 +153,10 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RegistryStateEnum": "portal.models.RegistryState",
         "ApplicationStateEnum": "portal.models.ApplicationState",
+        "ApplicationKindEnum": "portal.models.ApplicationKind",
+        "WarningKindEnum": "portal.models.WarningKind",
+        "WarningStateEnum": "portal.models.WarningState",
+        "ChannelKindEnum": "portal.models.ChannelKind",
     },
 }
 
@@ -168,10 +173,45 @@ COLLECT_CONCURRENCY_PER_BROKER = env_int("COLLECT_CONCURRENCY_PER_BROKER", 32)
 # Probes: a short timeout and quick retries, so a probe round ends well within its minute.
 PROBE_TIMEOUT = float(env_str("PROBE_TIMEOUT", "2"))
 PROBE_ATTEMPTS = env_int("PROBE_ATTEMPTS", 3)
-# A queue is blocked when its client has consumed nothing there for this long while messages wait.
-CONSUMER_BLOCKED_SECONDS = env_int("CONSUMER_BLOCKED_SECONDS", 60)
+# A queue is recorded as blocked when its client has consumed nothing there for this long while messages wait (the
+# client_blocked warning default; per-group warning thresholds apply on top and cannot go below it).
+CONSUMER_BLOCKED_SECONDS = env_int("CONSUMER_BLOCKED_SECONDS", 10)
 # Minute data (traffic, consumer progress, clients, probes, offset events) is kept this many days.
 MINUTE_RETENTION_DAYS = env_int("MINUTE_RETENTION_DAYS", 7)
+
+# Spark rollups and rankings (sparkjobs): the master (an embedded local Spark by default, or spark://host:port) and
+# the Parquet lake the minute data is exported to (a local folder, or any Hadoop-compatible URL such as hdfs://...).
+SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+SPARK_LAKE_URL = env_str("SPARK_LAKE_URL", str(VAR_DIR / "lake"))
+# Retention of the Spark data, in days (sparkjobs.retention, daily); 0 keeps forever. Whatever is set, what a
+# scheduled job still reads is kept (e.g. the daily rollups behind the rankings' 7-day baseline).
+# 10-minute rollups: the charts of the last 7 days read them.
+ROLLUP_10M_RETENTION_DAYS = env_int("ROLLUP_10M_RETENTION_DAYS", 35)
+# Hourly rollups: charts of ranges beyond ten days (stats.queries.source).
+ROLLUP_HOURLY_RETENTION_DAYS = env_int("ROLLUP_HOURLY_RETENTION_DAYS", 400)
+# Daily rollups: kept forever unless set (one row per subject and day).
+ROLLUP_DAILY_RETENTION_DAYS = env_int("ROLLUP_DAILY_RETENTION_DAYS", 0)
+# Rankings (by the end of the day they rank).
+RANKING_RETENTION_DAYS = env_int("RANKING_RETENTION_DAYS", 400)
+# Finished job runs (the admins' job-runs page); running ones are never deleted.
+JOB_RUN_RETENTION_DAYS = env_int("JOB_RUN_RETENTION_DAYS", 90)
+# The lake's hour partitions: at least as long as the minute data and 8 days, so any window of the past week can be
+# run again by hand (the scheduled jobs themselves read none older than about 4 days).
+LAKE_RETENTION_DAYS = env_int("LAKE_RETENTION_DAYS", max(MINUTE_RETENTION_DAYS, 8))
+
+# Warnings (portal.services.warnings). E-mail goes through Django's SMTP backend with these settings; links in
+# e-mails and webhooks start with PORTAL_BASE_URL. A channel that fails this many times in a row is disabled.
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "MQCloud <mqcloud@localhost>")
+PORTAL_BASE_URL = env_str("PORTAL_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+WARNING_WEBHOOK_TIMEOUT = env_int("WARNING_WEBHOOK_TIMEOUT", 10)
+WARNING_CHANNEL_MAX_FAILURES = env_int("WARNING_CHANNEL_MAX_FAILURES", 5)
 
 LOGGING = {
     "version": 1,

@@ -1,9 +1,19 @@
 """Celery tasks of the portal: thin wrappers that take ids and call a service; running one twice is harmless."""
 
 from celery import shared_task
+from django.utils import timezone
 
+from monitor import warnings as warning_rules
 from portal.models import Cluster
+from portal.models.warnings import WarningEvent
 from portal.services.sync import sync_cluster
+from portal.services.warnings.delivery import deliver
+from portal.services.warnings.lifecycle import reconcile
+
+# Transient delivery failures (a webhook timing out, a mail server down) are retried this many times, after
+# DELIVERY_RETRY_SECONDS, doubling each time; deliveries already made are not repeated.
+DELIVERY_RETRIES = 4
+DELIVERY_RETRY_SECONDS = 60
 
 
 @shared_task
@@ -22,3 +32,26 @@ def sync_all_registries() -> int:
     for cluster_id in cluster_ids:
         sync_registry.delay(cluster_id)
     return len(cluster_ids)
+
+
+@shared_task
+def evaluate_warnings(cluster_id: int) -> dict[str, int] | None:
+    """Evaluate every warning rule for one cluster (after its collection cycle) and record the transitions; each
+    event's delivery is queued when its transaction commits."""
+    cluster = Cluster.objects.filter(pk=cluster_id).first()
+    if cluster is None:
+        return None
+    now = timezone.now()
+    return reconcile(cluster, warning_rules.evaluate(cluster, now), now).counts()
+
+
+@shared_task(bind=True, max_retries=DELIVERY_RETRIES)
+def deliver_warning_event(self, event_id: int) -> dict[str, int] | None:
+    """Tell everyone who should hear of one warning event; retried while transient failures remain."""
+    event = WarningEvent.objects.select_related("warning__cluster").filter(pk=event_id).first()
+    if event is None:  # the warning was deleted since
+        return None
+    report = deliver(event)
+    if report.retryable and self.request.retries < DELIVERY_RETRIES:
+        raise self.retry(countdown=DELIVERY_RETRY_SECONDS * 2**self.request.retries)
+    return report.counts()

@@ -169,6 +169,7 @@ def _broker_row(
     row.commit_log_disk_ratio = info.commit_log_disk_ratio
     row.consume_queue_disk_ratio = info.consume_queue_disk_ratio
     row.dispatch_behind_bytes = info.dispatch_behind_bytes
+    row.commit_log_max_offset = info.commit_log_max_offset
     row.put_latency99_ms = info.put_latency99
     row.send_queue_size = info.send_thread_pool_queue_size
     row.pull_queue_size = info.pull_thread_pool_queue_size

@@ -6,9 +6,11 @@ backlog of queued runs is dropped instead of collecting late minutes in a burst.
 """
 
 import datetime as dt
+import functools
 
-from celery import shared_task
+from celery import current_app, shared_task
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from monitor.collect import probe, traffic
@@ -22,13 +24,26 @@ RETENTION_BATCH_SIZE = 5000
 RETENTION_MAX_BATCHES = 400
 
 
+# The portal's warning evaluation, queued by name after each collection cycle (monitor does not import portal's
+# tasks): warnings follow the data within the minute it was collected in.
+EVALUATE_WARNINGS_TASK = "portal.tasks.evaluate_warnings"
+EVALUATION_EXPIRES_SECONDS = 60.0
+
+
 @shared_task
 def collect_cluster(cluster_id: int) -> dict | None:
-    """Collect the current minute of one cluster (None: the cluster is gone)."""
+    """Collect the current minute of one cluster (None: the cluster is gone), then queue its warning evaluation."""
     cluster = Cluster.objects.filter(pk=cluster_id).first()
     if cluster is None:
         return None
-    return traffic.collect_cluster(cluster).counts()
+    report = traffic.collect_cluster(cluster)
+    if report.ran:
+        transaction.on_commit(functools.partial(_queue_evaluation, cluster_id))
+    return report.counts()
+
+
+def _queue_evaluation(cluster_id: int) -> None:
+    current_app.signature(EVALUATE_WARNINGS_TASK, args=(cluster_id,)).apply_async(expires=EVALUATION_EXPIRES_SECONDS)
 
 
 @shared_task

@@ -10,7 +10,10 @@ from portal.api.views.applications import ApplicationViewSet
 from portal.api.views.audit import AuditEntryViewSet
 from portal.api.views.clusters import BrokerViewSet, ClusterViewSet
 from portal.api.views.people import NotificationViewSet, TeamViewSet
+from portal.api.views.producers import ProducerRegistrationView, ProducerReportView
+from portal.api.views.rankings import RankingViewSet
 from portal.api.views.registry import ConsumerGroupViewSet, ProducerGroupViewSet, TopicViewSet
+from portal.api.views.warnings import ChannelViewSet, MuteViewSet, SubscriptionViewSet, WarningViewSet
 
 app_name = "api"
 
@@ -24,10 +27,21 @@ router.register("teams", TeamViewSet, basename="team")
 router.register("applications", ApplicationViewSet, basename="application")
 router.register("audit-log", AuditEntryViewSet, basename="audit-entry")
 router.register("notifications", NotificationViewSet, basename="notification")
+router.register("warnings", WarningViewSet, basename="warning")
+router.register("warning-channels", ChannelViewSet, basename="warning-channel")
+router.register("warning-subscriptions", SubscriptionViewSet, basename="warning-subscription")
+router.register("warning-mutes", MuteViewSet, basename="warning-mute")
+router.register("rankings", RankingViewSet, basename="ranking")
 
 urlpatterns = [
     path("v1/", include(router.urls)),
     path("v1/auth/token/", obtain_auth_token, name="token"),
+    path("v1/producer-reports/", ProducerReportView.as_view(), name="producer-reports"),
+    path(
+        "v1/producer-reports/registration/",
+        ProducerRegistrationView.as_view(),
+        name="producer-registration",
+    ),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema", template_name="api/redoc.html"), name="redoc"),

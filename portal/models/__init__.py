@@ -3,6 +3,7 @@ from portal.models.audit import AuditEntry
 from portal.models.cluster import Broker, BrokerRole, Cluster, NameServer
 from portal.models.notifications import Notification
 from portal.models.people import Membership, Team, TeamRole, UserProfile
+from portal.models.producers import ProducerToken
 from portal.models.registry import (
     AssociationRole,
     ConsumerGroup,
@@ -14,6 +15,23 @@ from portal.models.registry import (
     Topic,
     TopicAssociation,
 )
+from portal.models.warnings import (
+    Channel,
+    ChannelKind,
+    Delivery,
+    DeliveryStatus,
+    Mute,
+    Severity,
+    SubjectType,
+    ThresholdScope,
+    Transition,
+    Warning,
+    WarningEvent,
+    WarningKind,
+    WarningState,
+    WarningSubscription,
+    WarningThreshold,
+)
 
 __all__ = [
     "Application",
@@ -23,19 +41,35 @@ __all__ = [
     "AuditEntry",
     "Broker",
     "BrokerRole",
+    "Channel",
+    "ChannelKind",
     "Cluster",
     "ConsumerGroup",
+    "Delivery",
+    "DeliveryStatus",
     "Membership",
     "MessageModel",
+    "Mute",
     "NameServer",
     "Notification",
     "Origin",
     "ProducerGroup",
+    "ProducerToken",
     "RegistryState",
+    "Severity",
+    "SubjectType",
     "Subscription",
     "Team",
     "TeamRole",
+    "ThresholdScope",
     "Topic",
     "TopicAssociation",
+    "Transition",
     "UserProfile",
+    "Warning",
+    "WarningEvent",
+    "WarningKind",
+    "WarningState",
+    "WarningSubscription",
+    "WarningThreshold",
 ]

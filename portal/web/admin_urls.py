@@ -3,6 +3,7 @@
 from django.urls import path
 
 from portal.web import admin_views as views
+from portal.web.views import jobs, warnings
 
 urlpatterns = [
     path("applications/", views.approval_queue, name="approval-queue"),
@@ -15,8 +16,10 @@ urlpatterns = [
     path("unowned/", views.unowned_list, name="unowned-list"),
     path("unowned/<slug:kind>/<int:pk>/adopt/", views.entry_adopt, name="entry-adopt"),
     path("audit/", views.audit_log, name="audit-log"),
+    path("jobs/", jobs.job_run_list, name="job-run-list"),
     path("teams/new/", views.team_create, name="team-create"),
     path("users/", views.user_list, name="user-list"),
     path("users/new/", views.user_create, name="user-create"),
     path("users/<int:pk>/", views.user_detail, name="user-detail"),
+    path("warnings/thresholds/", warnings.warning_defaults, name="warning-defaults"),
 ]

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from portal.models import ConsumerGroup
+from portal.models import ConsumerGroup, WarningKind
 from stats.charts import Chart, Point, Series, Span, time_series_chart
 from stats.models import SERVER_SLOT, ConsumeMinute
 from stats.queries.health import ProbeHistory, broker_health, cluster_health
+from stats.queries.producers import LatencySeries, ProducerLatency, group_latency, topic_latency
 from stats.queries.servers import server_series
 from stats.queries.traffic import (
     broker_traffic,
@@ -94,6 +95,18 @@ def _scaled(points: Iterable[Point], divisor: float) -> list[Point]:
     return [(moment, None if value is None else value / divisor) for moment, value in points]
 
 
+WARNING_COLOR = "rgba(255, 127, 14, 0.16)"  # warning periods in orange, outages in the builder's red
+
+
+def warning_spans(warnings: Iterable) -> list[Span]:
+    """Warning periods to shade (``portal.services.warnings.queries.in_range``): from opening to resolution (to the
+    chart's end while open), the kind and the rules' summary on hover."""
+    return [
+        Span(warning.opened_at, warning.resolved_at, f"{warning.get_kind_display()}: {warning.summary}", WARNING_COLOR)
+        for warning in warnings
+    ]
+
+
 def _outage_spans(name: str, history: ProbeHistory) -> list[Span]:
     return [
         Span(outage.start, outage.end, _("%(name)s down: %(error)s") % {"name": name, "error": outage.error})
@@ -101,41 +114,52 @@ def _outage_spans(name: str, history: ProbeHistory) -> list[Span]:
     ]
 
 
-def topic_charts(topic, window: Window) -> list[DrawnChart]:
-    """Production of a topic: messages and bytes stored per minute."""
+def topic_charts(topic, window: Window, warnings: Iterable = ()) -> list[DrawnChart]:
+    """Production of a topic: messages and bytes stored per minute, its ``warnings``' periods shaded."""
     traffic = topic_traffic(topic.cluster_id, topic.name, window.since, window.until)
+    spans = warning_spans(warnings)
     return [
-        _draw(_("Messages produced per minute"), _("messages"), [Series(topic.name, traffic.put_nums)], window),
-        _draw(_("Size produced per minute"), _("KiB"), [Series(topic.name, _scaled(traffic.put_size, KIB))], window),
+        _draw(_("Messages produced per minute"), _("messages"), [Series(topic.name, traffic.put_nums)], window, spans),
+        _draw(
+            _("Size produced per minute"), _("KiB"), [Series(topic.name, _scaled(traffic.put_size, KIB))], window, spans
+        ),
     ]
 
 
-def group_charts(group, topics: Iterable[str], window: Window) -> list[DrawnChart]:
-    """Consumption of a group, one line per topic it consumes (its retry topic included): rate, lag, lag time."""
+def group_charts(group, topics: Iterable[str], window: Window, warnings: Iterable = ()) -> list[DrawnChart]:
+    """Consumption of a group, one line per topic it consumes (its retry topic included): rate, lag, lag time,
+    with its ``warnings``' periods shaded."""
     by_topic = group_traffic(group.cluster_id, group.name, window.since, window.until, topics=topics)
+    spans = warning_spans(warnings)
 
     def lines(metric: str) -> list[Series]:
         return [Series(topic, getattr(series, metric)) for topic, series in by_topic.items()]
 
     return [
-        _draw(_("Consumption TPS"), _("messages/s"), lines("consume_tps"), window),
-        _draw(_("Lag"), _("messages"), lines("lag"), window),
-        _draw(_("Lag time"), _("seconds"), lines("lag_seconds"), window),
+        _draw(_("Consumption TPS"), _("messages/s"), lines("consume_tps"), window, spans),
+        _draw(_("Lag"), _("messages"), lines("lag"), window, spans),
+        _draw(_("Lag time"), _("seconds"), lines("lag_seconds"), window, spans),
     ]
 
 
-def broker_charts(broker, window: Window) -> list[DrawnChart]:
-    """A broker's put/get TPS, and its probes' latency with its outages shaded."""
+def broker_charts(broker, window: Window, warnings: Iterable = ()) -> list[DrawnChart]:
+    """A broker's put/get TPS, and its probes' latency with its outages shaded; its ``warnings``' periods on
+    both."""
     traffic = broker_traffic(broker.cluster_id, broker.broker_name, broker.broker_id, window.since, window.until)
     health = broker_health(broker.cluster_id, broker.broker_name, broker.broker_id, window.since, window.until)
     name = f"{broker.broker_name}[{broker.broker_id}]"
     tps = [Series(_("get"), per_second(traffic.get_nums))]
     if broker.is_master:  # a slave stores nothing of its own
         tps.insert(0, Series(_("put"), per_second(traffic.put_nums)))
+    spans = warning_spans(warnings)
     return [
-        _draw(_("Put and get TPS"), _("messages/s"), tps, window),
+        _draw(_("Put and get TPS"), _("messages/s"), tps, window, spans),
         _draw(
-            _("Health: probe latency"), _("ms"), [Series(name, health.latency_ms)], window, _outage_spans(name, health)
+            _("Health: probe latency"),
+            _("ms"),
+            [Series(name, health.latency_ms)],
+            window,
+            [*_outage_spans(name, health), *spans],
         ),
     ]
 
@@ -160,25 +184,33 @@ def cluster_charts(cluster, window: Window) -> list[DrawnChart]:
     ]
 
 
-def server_charts(host: str, window: Window) -> list[DrawnChart]:
+def server_charts(host: str, window: Window, warnings: Iterable = ()) -> list[DrawnChart]:
     """A host's CPU, load, memory, disks, network and TCP connections; slots that could not be read are shaded
-    with their error."""
+    with their error, and each of its ``warnings``' periods on the chart of what it is about (CPU, load, ...)."""
     stats = server_series(host, window.since, window.until)
     metric = stats.metrics
     failed = [Span(slot, slot + SERVER_SLOT, error) for slot, error in stats.errors]
+    warned: dict[str, list] = {}
+    for warning in warnings:
+        warned.setdefault(warning.kind, []).append(warning)
+
+    def spans(kind: str) -> list[Span]:
+        return warning_spans(warned.get(kind, ()))
+
     return [
         _draw(
             _("CPU"),
             "%",
             [Series(_("busy"), metric["cpu_percent"]), Series(_("I/O wait"), metric["cpu_iowait_percent"])],
             window,
-            failed,
+            [*failed, *spans(WarningKind.SERVER_CPU)],
         ),
         _draw(
             _("Load"),
             _("load"),
             [Series(name, metric[name]) for name in ("load1", "load5", "load15")],
             window,
+            spans(WarningKind.SERVER_LOAD),
         ),
         _draw(
             _("Memory"),
@@ -189,12 +221,14 @@ def server_charts(host: str, window: Window) -> list[DrawnChart]:
                 Series(_("swap used"), _scaled(metric["swap_used"], MIB)),
             ],
             window,
+            spans(WarningKind.SERVER_MEMORY),
         ),
         _draw(
             _("Disk use"),
             "%",
             [Series(mount, points) for mount, points in stats.disk_used_percent.items()],
             window,
+            spans(WarningKind.SERVER_DISK),
         ),
         _draw(
             _("Disk I/O"),
@@ -222,6 +256,82 @@ def server_charts(host: str, window: Window) -> list[DrawnChart]:
                 Series(_("time wait"), metric["tcp_time_wait"]),
                 Series(_("total"), metric["tcp_total"]),
             ],
+            window,
+            spans(WarningKind.SERVER_TCP),
+        ),
+    ]
+
+
+# --- producers' reported sends (the SDK) ---------------------------------------------------------------------------
+
+# The "p99 by client" chart draws this many clients (those with the most sends); the clients table lists them all.
+CLIENT_LINES = 10
+
+
+def _latency_lines(series: LatencySeries) -> list[Series]:
+    return [
+        Series("p50", series.p50),
+        Series("p90", series.p90),
+        Series("p99", series.p99),
+        Series(_("max"), series.max),
+    ]
+
+
+def _sent(series: LatencySeries) -> int:
+    return sum(value or 0 for _moment, value in series.sends)
+
+
+@dataclass(frozen=True)
+class ProducerMonitoring:
+    """A producer group's reported sends on its page: the charts, what they were drawn from (the clients table and
+    the exceptions per broker), and the client or broker the first chart is narrowed to (``?client=`` /
+    ``?broker=``; empty: the whole group)."""
+
+    charts: list[DrawnChart]
+    latency: ProducerLatency
+    client: str = ""
+    broker: str = ""
+
+
+def producer_group_monitoring(group, window: Window, *, client: str = "", broker: str = "") -> ProducerMonitoring:
+    """Send latency (p50/p90/p99/max) of the group, or of one of its clients or brokers; p99 per broker and per
+    client; sends and exceptions per broker."""
+    latency = group_latency(group.cluster_id, group.name, window.since, window.until)
+    client = client if client in latency.by_client else ""
+    broker = broker if broker in latency.by_broker and not client else ""
+    if client:
+        title, selected = _("Send latency of client %(client)s") % {"client": client}, latency.by_client[client]
+    elif broker:
+        title, selected = _("Send latency to broker %(broker)s") % {"broker": broker}, latency.by_broker[broker]
+    else:
+        title, selected = _("Send latency"), latency.total
+    busiest = sorted(latency.by_client.items(), key=lambda item: -_sent(item[1]))[:CLIENT_LINES]
+    by_broker = latency.by_broker.items()
+    charts = [
+        _draw(title, "ms", _latency_lines(selected), window),
+        _draw(_("Send latency p99 by broker"), "ms", [Series(name, s.p99) for name, s in by_broker], window),
+        _draw(_("Send latency p99 by client"), "ms", [Series(name, s.p99) for name, s in sorted(busiest)], window),
+        _draw(_("Sends per minute by broker"), _("sends"), [Series(name, s.sends) for name, s in by_broker], window),
+        _draw(
+            _("Failed sends per minute by broker"),
+            _("sends"),
+            [Series(name, s.exceptions, kind="bar") for name, s in by_broker],
+            window,
+        ),
+    ]
+    return ProducerMonitoring(charts, latency, client, broker)
+
+
+def topic_producer_charts(topic, window: Window) -> list[DrawnChart]:
+    """What the topic's producers report (beside its traffic): send latency over all of them, and failed sends per
+    broker."""
+    latency = topic_latency(topic.cluster_id, topic.name, window.since, window.until)
+    return [
+        _draw(_("Send latency"), "ms", _latency_lines(latency.total), window),
+        _draw(
+            _("Failed sends per minute by broker"),
+            _("sends"),
+            [Series(name, s.exceptions, kind="bar") for name, s in latency.by_broker.items()],
             window,
         ),
     ]

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from portal.web.views import applications, monitoring, people, registry
+from portal.web.views import applications, monitoring, people, producers, rankings, registry, warnings
 
 urlpatterns = [
     path("", people.dashboard, name="dashboard"),
@@ -36,6 +36,12 @@ urlpatterns = [
         applications.producer_group_apply_delete,
         name="producer-group-apply-delete",
     ),
+    path("producer-groups/<int:pk>/tokens/", producers.producer_token_issue, name="producer-token-issue"),
+    path(
+        "producer-groups/<int:pk>/tokens/<int:token_pk>/revoke/",
+        producers.producer_token_revoke,
+        name="producer-token-revoke",
+    ),
     path("registry/<slug:kind>/<int:pk>/description/", registry.entry_description, name="entry-description"),
     path("applications/", applications.application_list, name="application-list"),
     path("applications/<int:pk>/", applications.application_detail, name="application-detail"),
@@ -48,4 +54,18 @@ urlpatterns = [
     path("brokers/<int:pk>/", monitoring.broker_detail, name="broker-detail"),
     path("servers/<str:host>/", monitoring.server_detail, name="server-detail"),
     path("lagging/", monitoring.lagging, name="lagging"),
+    path("warnings/", warnings.warning_list, name="warning-list"),
+    path("warnings/<int:pk>/", warnings.warning_detail, name="warning-detail"),
+    path("warnings/<int:pk>/acknowledge/", warnings.warning_acknowledge, name="warning-acknowledge"),
+    path("warnings/subscriptions/", warnings.warning_preferences, name="warning-preferences"),
+    path("warnings/mutes/new/<slug:of>/<int:pk>/", warnings.mute_create, name="mute-create"),
+    path("warnings/mutes/<int:pk>/delete/", warnings.mute_delete, name="mute-delete"),
+    path("warnings/channels/", warnings.channel_list, name="channel-list"),
+    path("warnings/channels/new/", warnings.channel_create, name="channel-create"),
+    path("warnings/channels/<int:pk>/", warnings.channel_edit, name="channel-edit"),
+    path("warnings/channels/<int:pk>/test/", warnings.channel_test, name="channel-test"),
+    path("warnings/channels/<int:pk>/enabled/", warnings.channel_enable, name="channel-enable"),
+    path("warnings/channels/<int:pk>/delete/", warnings.channel_delete, name="channel-delete"),
+    path("registry/<slug:kind>/<int:pk>/thresholds/", warnings.entry_thresholds, name="entry-thresholds"),
+    path("rankings/", rankings.ranking_list, name="rankings"),
 ]

@@ -1,6 +1,21 @@
 """Stored time series, one module per kind of sample."""
 
 from stats.models.health import BrokerProbe, NameServerProbe
+from stats.models.jobs import JobRun, JobState
+from stats.models.producers import ProducerMinute
+from stats.models.rankings import RANKING_SUBJECT, Ranking, RankingKind
+from stats.models.rollups import (
+    LATENCY_GRAINS,
+    RESOLUTION_LENGTH,
+    ROLLUP_MODELS,
+    BrokerRollup,
+    ClusterRollup,
+    ConsumeRollup,
+    ProducerLatencyRollup,
+    Resolution,
+    ServerRollup,
+    TopicRollup,
+)
 from stats.models.servers import SERVER_SLOT, ServerDiskSample, ServerSample, slot_start
 from stats.models.traffic import (
     BlockedQueueMinute,
@@ -15,19 +30,35 @@ from stats.models.traffic import (
 )
 
 __all__ = [
+    "LATENCY_GRAINS",
+    "RANKING_SUBJECT",
+    "RESOLUTION_LENGTH",
+    "ROLLUP_MODELS",
     "SERVER_SLOT",
     "BlockedQueueMinute",
     "BrokerMinute",
     "BrokerProbe",
+    "BrokerRollup",
     "ClientMinute",
     "ClusterMinute",
+    "ClusterRollup",
     "ConsumeMinute",
+    "ConsumeRollup",
     "GroupMinute",
+    "JobRun",
+    "JobState",
     "NameServerProbe",
     "OffsetMovedEvent",
+    "ProducerLatencyRollup",
+    "ProducerMinute",
     "QueueLagMinute",
+    "Ranking",
+    "RankingKind",
+    "Resolution",
     "ServerDiskSample",
+    "ServerRollup",
     "ServerSample",
     "TopicMinute",
+    "TopicRollup",
     "slot_start",
 ]

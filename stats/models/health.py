@@ -52,6 +52,8 @@ class BrokerProbe(models.Model):
     commit_log_disk_ratio = models.FloatField(null=True)
     consume_queue_disk_ratio = models.FloatField(null=True)
     dispatch_behind_bytes = models.BigIntegerField(null=True)
+    # Where the broker's commit log ends: a slave's distance to its master's is how far its replication is behind.
+    commit_log_max_offset = models.BigIntegerField(null=True)
     put_latency99_ms = models.FloatField(null=True)
     send_queue_size = models.IntegerField(null=True)
     pull_queue_size = models.IntegerField(null=True)

@@ -4,6 +4,10 @@ These readers apply the rules of :mod:`stats.models.traffic` in one place: a min
 in is a gap (None); in a collected minute, an entity without a row of its own had nothing to report and reads as
 zero; a NULL value (its broker was down) stays a gap. Brokers are the exception: every collection writes a row for
 each broker it knows, so a broker without a row in a minute was not read, and that minute is a gap too.
+
+Ranges longer than a day are drawn per rollup bucket instead (:mod:`stats.queries.source` decides, and reads the
+buckets not rolled up yet from the minute data): one point per bucket at its start, in the same units as the
+minutes' points: counts as the average per collected minute of the bucket, lag and lag time as the bucket's peak.
 """
 
 from __future__ import annotations
@@ -18,14 +22,19 @@ from stats.charts import Point
 from stats.models import (
     BlockedQueueMinute,
     BrokerMinute,
+    BrokerRollup,
     ClientMinute,
     ClusterMinute,
+    ClusterRollup,
     ConsumeMinute,
+    ConsumeRollup,
     GroupMinute,
     OffsetMovedEvent,
     QueueLagMinute,
     TopicMinute,
+    TopicRollup,
 )
+from stats.queries.source import Coverage, coverage, peak, ratio, resolution_for, total
 
 MINUTE = dt.timedelta(minutes=1)
 # "Now" is a cluster's latest collection, as long as it is at most this old; a cluster whose collection stopped
@@ -76,6 +85,8 @@ class TopicTraffic:
 
 
 def topic_traffic(cluster_id: int, topic: str, since: dt.datetime, until: dt.datetime) -> TopicTraffic:
+    if resolution := resolution_for(since, until):
+        return _topic_buckets(coverage(cluster_id, since, until, resolution), cluster_id, topic)
     times, collected = minutes(since, until), _collected(cluster_id, since, until)
     rows = _rows_by_minute(
         TopicMinute.objects.filter(cluster_id=cluster_id, topic=topic, minute__gte=since, minute__lte=until),
@@ -102,6 +113,8 @@ def group_traffic(
 ) -> dict[str, ConsumeSeries]:
     """By topic (sorted): each topic the group consumed or lagged on in the range, and each of ``topics`` (its
     subscriptions, shown even when they were idle the whole range)."""
+    if resolution := resolution_for(since, until):
+        return _group_buckets(coverage(cluster_id, since, until, resolution), cluster_id, group, topics)
     times, collected = minutes(since, until), _collected(cluster_id, since, until)
     by_topic: dict[str, dict[dt.datetime, dict]] = {topic: {} for topic in topics}
     rows = ConsumeMinute.objects.filter(cluster_id=cluster_id, group=group, minute__gte=since, minute__lte=until)
@@ -129,6 +142,8 @@ class Totals:
 
 
 def broker_traffic(cluster_id: int, broker_name: str, broker_id: int, since: dt.datetime, until: dt.datetime) -> Totals:
+    if resolution := resolution_for(since, until):
+        return _broker_buckets(coverage(cluster_id, since, until, resolution), cluster_id, broker_name, broker_id)
     rows = _rows_by_minute(
         BrokerMinute.objects.filter(
             cluster_id=cluster_id, broker_name=broker_name, broker_id=broker_id, minute__gte=since, minute__lte=until
@@ -143,6 +158,8 @@ def broker_traffic(cluster_id: int, broker_name: str, broker_id: int, since: dt.
 
 
 def cluster_traffic(cluster_id: int, since: dt.datetime, until: dt.datetime) -> Totals:
+    if resolution := resolution_for(since, until):
+        return _cluster_buckets(coverage(cluster_id, since, until, resolution), cluster_id)
     rows = _rows_by_minute(
         ClusterMinute.objects.filter(cluster_id=cluster_id, minute__gte=since, minute__lte=until),
         ["put_nums", "get_nums", "brokers_down"],
@@ -153,6 +170,121 @@ def cluster_traffic(cluster_id: int, since: dt.datetime, until: dt.datetime) -> 
         return [(moment, rows[moment][name] if moment in rows else None) for moment in times]
 
     return Totals(put_nums=series("put_nums"), get_nums=series("get_nums"), brokers_down=series("brokers_down"))
+
+
+# --- series over a long range, per rollup bucket ------------------------------------------------------------------
+# Each reads the rolled-up buckets' rows from a rollup table and aggregates the other buckets' minutes into rows of
+# the same fields, as sparkjobs.transforms.rollups does, then turns both alike into points.
+
+
+def _topic_buckets(cover: Coverage, cluster_id: int, topic: str) -> TopicTraffic:
+    figures = ("put_nums", "put_size")
+    rows = {
+        row["start"]: row
+        for row in cover.rollups(TopicRollup.objects.filter(cluster_id=cluster_id, topic=topic)).values(
+            "start", "minutes", *figures
+        )
+    }
+    for (start,), group in cover.tail(TopicMinute.objects.filter(cluster_id=cluster_id, topic=topic), figures).items():
+        rows[start] = {
+            "minutes": cover.collected.get(start, 0),
+            **{name: total(r[name] for r in group) for name in figures},
+        }
+    return TopicTraffic(
+        **{name: cover.points(rows, lambda row, name=name: ratio(row[name], row["minutes"])) for name in figures}
+    )
+
+
+def _group_buckets(cover: Coverage, cluster_id: int, group: str, topics: Iterable[str]) -> dict[str, ConsumeSeries]:
+    by_topic: dict[str, dict[dt.datetime, dict]] = {topic: {} for topic in topics}
+    rolled = ConsumeRollup.objects.filter(cluster_id=cluster_id, group=group)
+    for row in cover.rollups(rolled).values("topic", "start", "minutes", "get_nums", "lag_max", "lag_seconds_max"):
+        by_topic.setdefault(row["topic"], {})[row["start"]] = row
+    minutes_of = ConsumeMinute.objects.filter(cluster_id=cluster_id, group=group)
+    for (topic, start), rows in cover.tail(minutes_of, ("get_nums", "lag", "lag_seconds"), key=("topic",)).items():
+        by_topic.setdefault(topic, {})[start] = {
+            "minutes": cover.collected.get(start, 0),
+            "get_nums": total(row["get_nums"] for row in rows),
+            "lag_max": peak(row["lag"] for row in rows),
+            "lag_seconds_max": peak(row["lag_seconds"] for row in rows),
+        }
+    return {
+        topic: ConsumeSeries(
+            consume_tps=cover.points(rows, lambda row: ratio(row["get_nums"], row["minutes"] * 60)),
+            lag=cover.points(rows, lambda row: row["lag_max"]),
+            lag_seconds=cover.points(rows, lambda row: row["lag_seconds_max"]),
+        )
+        for topic, rows in sorted(by_topic.items())
+    }
+
+
+def _answered(row: dict) -> int:
+    return row["minutes"] - row["minutes_down"]
+
+
+def _broker_buckets(cover: Coverage, cluster_id: int, broker_name: str, broker_id: int) -> Totals:
+    """A broker has a row in every minute it was collected in, answering or not: a bucket without one is a gap, and
+    its figures are averages over the minutes it answered."""
+    broker = {"cluster_id": cluster_id, "broker_name": broker_name, "broker_id": broker_id}
+    figures = ("put_nums", "get_nums")
+    rows = {
+        row["start"]: row
+        for row in cover.rollups(BrokerRollup.objects.filter(**broker)).values(
+            "start", "minutes", "minutes_down", *figures
+        )
+    }
+    for (start,), group in cover.tail(BrokerMinute.objects.filter(**broker), ("up", *figures)).items():
+        rows[start] = {
+            "minutes": len(group),
+            "minutes_down": sum(1 for row in group if not row["up"]),
+            **{name: total(row[name] for row in group) for name in figures},
+        }
+    return Totals(
+        **{
+            name: cover.points(rows, lambda row, name=name: ratio(row[name], _answered(row)), absent=None)
+            for name in figures
+        }
+    )
+
+
+def _cluster_buckets(cover: Coverage, cluster_id: int) -> Totals:
+    """Traffic averaged over the bucket's complete minutes (no broker down); brokers down averaged over all its
+    collected minutes (the brokers' minutes down, summed, per collected minute)."""
+    figures = ("put_nums", "get_nums")
+    rows = {
+        row["start"]: {**row, "minutes_down": 0}
+        for row in cover.rollups(ClusterRollup.objects.filter(cluster_id=cluster_id)).values(
+            "start", "minutes", "collected_minutes", *figures
+        )
+    }
+    for (start,), group in cover.tail(
+        ClusterMinute.objects.filter(cluster_id=cluster_id), ("brokers_down", *figures)
+    ).items():
+        incomplete = sum(1 for row in group if row["put_nums"] is None or row["brokers_down"] > 0)
+        rows[start] = {
+            "minutes": len(group) - incomplete,
+            "collected_minutes": len(group),
+            "minutes_down": 0,
+            **{name: total(row[name] for row in group) for name in figures},
+        }
+    down = [
+        (row["start"], row["minutes_down"])
+        for row in cover.rollups(BrokerRollup.objects.filter(cluster_id=cluster_id)).values("start", "minutes_down")
+    ]
+    down += [
+        (start, len(group))
+        for (start,), group in cover.tail(BrokerMinute.objects.filter(cluster_id=cluster_id, up=False), ()).items()
+    ]
+    for start, minutes_down in down:
+        if start in rows:  # (a broker's minute is always written with its cluster's)
+            rows[start]["minutes_down"] += minutes_down
+    return Totals(
+        **{
+            name: cover.points(rows, lambda row, name=name: ratio(row[name], row["minutes"]), absent=None)
+            for name in figures
+        },
+        brokers_down=cover.points(rows, lambda row: row["minutes_down"] / row["collected_minutes"], absent=None),
+    )
 
 
 # --- the latest collected minute ----------------------------------------------------------------------------------

@@ -24,14 +24,16 @@ from stats.models import (
     GroupMinute,
     NameServerProbe,
     OffsetMovedEvent,
+    ProducerMinute,
     QueueLagMinute,
     TopicMinute,
 )
+from stats.store.retention import delete_in_batches
 
 # Rows per INSERT: few round trips, well under SQLite's bound-parameter limit for the widest table.
 BATCH_SIZE = 500
 _FIGURES = ["put_nums", "put_size", "get_nums", "get_size"]
-# Every per-minute table (by the column retention goes by).
+# Every per-minute table (by the column retention goes by), producers' reports (stats.store.producers) included.
 MINUTE_TABLES: tuple[tuple[type[models.Model], str], ...] = (
     (ClusterMinute, "minute"),
     (BrokerMinute, "minute"),
@@ -43,6 +45,7 @@ MINUTE_TABLES: tuple[tuple[type[models.Model], str], ...] = (
     (BlockedQueueMinute, "minute"),
     (NameServerProbe, "minute"),
     (BrokerProbe, "minute"),
+    (ProducerMinute, "minute"),
     (OffsetMovedEvent, "stored_at"),
 )
 
@@ -92,18 +95,7 @@ def store_minute(samples: MinuteSamples) -> None:
 
 
 def delete_expired(cutoff: dt.datetime, *, batch_size: int, max_batches: int) -> int:
-    """Delete per-minute rows older than ``cutoff``, ``batch_size`` rows per statement and at most ``max_batches``
-    statements (a long backlog is worked off over several runs without holding a long lock). Returns the number
-    of rows deleted; fewer than ``batch_size * max_batches`` means none is left."""
-    deleted = 0
-    batches = 0
-    for model, column in MINUTE_TABLES:
-        while batches < max_batches:
-            ids = list(model.objects.filter(**{f"{column}__lt": cutoff}).values_list("pk", flat=True)[:batch_size])
-            if not ids:
-                break
-            batches += 1
-            deleted += model.objects.filter(pk__in=ids).delete()[0]
-            if len(ids) < batch_size:
-                break
-    return deleted
+    """Delete per-minute rows older than ``cutoff`` in bounded batches (see
+    :func:`stats.store.retention.delete_in_batches`); returns the number of rows deleted."""
+    expired = (model.objects.filter(**{f"{column}__lt": cutoff}) for model, column in MINUTE_TABLES)
+    return delete_in_batches(expired, batch_size=batch_size, max_batches=max_batches)

@@ -155,9 +155,11 @@ def start_sshd(tmp_path, ssh_keys):
 
 @pytest.fixture
 def eager():
-    """``.delay``/``.apply_async`` run the task at once, in this process (and raise what it raises)."""
+    """``.delay``/``.apply_async`` run the task at once, in this process (and raise what it raises). Every task
+    module is imported first, as a worker does at start, so tasks queued by name find their task."""
     from portal.celery import app
 
+    app.loader.import_default_modules()
     app.conf.update(task_always_eager=True, task_eager_propagates=True)
     yield
     app.conf.update(task_always_eager=False, task_eager_propagates=False)

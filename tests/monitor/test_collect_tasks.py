@@ -2,11 +2,14 @@
 minute, and retention every quarter of an hour. Tasks run in-process here (called directly, or eagerly through
 ``apply_async``)."""
 
+import contextlib
 import datetime as dt
 
 from celery.schedules import crontab
+from celery.signals import task_postrun
 from django.utils import timezone
 
+from monitor.collect import lease
 from monitor.tasks.traffic import collect_all_clusters, collect_cluster, delete_expired_minutes, probe_cluster
 from portal.celery import app as celery_app
 from stats.models import BrokerProbe, ClusterMinute, NameServerProbe
@@ -19,6 +22,42 @@ def test_the_tasks_collect_and_probe_the_cluster_they_are_given(registered):
     assert probe_cluster(registered.pk) == {"name_servers_down": 0, "brokers_down": 0}
     assert ClusterMinute.objects.filter(cluster_id=registered.pk).count() == 1
     assert NameServerProbe.objects.count() == 1 and BrokerProbe.objects.count() == 4
+
+
+@contextlib.contextmanager
+def tasks_run():
+    """The names and arguments of the tasks that ran (eagerly, in this process) inside the block."""
+    ran = []
+
+    def record(task=None, args=None, **_):
+        ran.append((task.name, tuple(args)))
+
+    task_postrun.connect(record, weak=False)
+    try:
+        yield ran
+    finally:
+        task_postrun.disconnect(record)
+
+
+def test_each_collection_cycle_queues_the_clusters_warning_evaluation_once_committed(
+    registered, eager, django_capture_on_commit_callbacks
+):
+    with tasks_run() as ran, django_capture_on_commit_callbacks(execute=True) as queued:
+        collect_cluster(registered.pk)
+
+    assert len(queued) == 1
+    assert ran == [("portal.tasks.evaluate_warnings", (registered.pk,))]
+
+
+def test_a_collection_that_found_the_cluster_busy_queues_no_evaluation(
+    registered, eager, django_capture_on_commit_callbacks
+):
+    lease.claim(registered)
+
+    with tasks_run() as ran, django_capture_on_commit_callbacks(execute=True):
+        assert collect_cluster(registered.pk)["ran"] == 0
+
+    assert ran == []
 
 
 def test_the_tasks_for_a_cluster_gone_do_nothing(db):

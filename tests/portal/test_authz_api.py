@@ -6,11 +6,13 @@ but may not do (admin-only endpoints answer 403 to everyone else, whatever the o
 the schema and the docs are public. A guard test fails when an endpoint has no row here.
 """
 
+import datetime as dt
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from portal.models import (
@@ -25,7 +27,9 @@ from portal.models import (
     TeamRole,
     Topic,
 )
+from portal.models.warnings import ChannelKind, SubjectType, Warning, WarningKind
 from portal.services import applications, audit, notifications
+from portal.services.warnings import channels, subscriptions
 from tests.portal.conftest import PASSWORD, make_user
 
 ACTORS = ("anonymous", "outsider", "member", "team_admin", "portal_admin")
@@ -40,6 +44,7 @@ class Case:
     expect: tuple[int, int, int, int, int]
     kwargs: object = field(default=lambda w: {})
     data: object = field(default=lambda w: None)
+    challenge: str = "Token"  # the WWW-Authenticate of a 401
 
     @property
     def id(self) -> str:
@@ -48,6 +53,14 @@ class Case:
 
 def team_topic(w):
     return {"pk": w.topic.pk}
+
+
+def own_channel(w):
+    return {"pk": w.channel.pk}
+
+
+def lag_kind(w):
+    return {"kind": "consumer_lag"}
 
 
 CASES = [
@@ -155,12 +168,52 @@ CASES = [
     Case("api:notification-list", "GET", (401, 200, 200, 200, 200)),
     Case("api:notification-detail", "GET", (401, 404, 200, 404, 404), lambda w: {"pk": w.notification.pk}),
     Case("api:notification-mark-read", "POST", (401, 200, 200, 200, 200), data=lambda w: {}),
+    Case("api:ranking-list", "GET", (401, 200, 200, 200, 200), data=lambda w: {"cluster": w.cluster.pk}),
     Case(
         "api:token",
         "POST",
         (200, 200, 200, 200, 200),
         data=lambda w: {"username": w.member.username, "password": PASSWORD},
     ),
+    # producers report with their group's token (test_producer_reports.py), never with a user's credentials
+    Case(
+        "api:producer-reports", "POST", (401, 401, 401, 401, 401), data=lambda w: {"reports": []}, challenge="Producer"
+    ),
+    Case("api:producer-registration", "GET", (401, 401, 401, 401, 401), challenge="Producer"),
+    # warnings: one of the team's group is the team's (and admins'); channels and mutes are the member's own, never
+    # found by anyone else; subscriptions are each user's own, per warning type
+    Case("api:warning-list", "GET", (401, 200, 200, 200, 200)),
+    Case("api:warning-detail", "GET", (401, 404, 200, 200, 200), lambda w: {"pk": w.warning.pk}),
+    Case("api:warning-acknowledge", "POST", (401, 404, 200, 200, 200), lambda w: {"pk": w.warning.pk}),
+    Case("api:warning-channel-list", "GET", (401, 200, 200, 200, 200)),
+    Case(
+        "api:warning-channel-list",
+        "POST",
+        (401, 201, 201, 201, 201),
+        data=lambda w: {"kind": "slack", "name": "slack", "config": {"url": "https://hooks.slack.com/services/T/B/X"}},
+    ),
+    Case("api:warning-channel-detail", "GET", (401, 404, 200, 404, 404), own_channel),
+    Case("api:warning-channel-detail", "PATCH", (401, 404, 200, 404, 404), own_channel, lambda w: {"enabled": False}),
+    Case("api:warning-channel-detail", "DELETE", (401, 404, 204, 404, 404), own_channel),
+    Case("api:warning-channel-test", "POST", (401, 404, 200, 404, 404), own_channel),
+    Case("api:warning-subscription-list", "GET", (401, 200, 200, 200, 200)),
+    Case("api:warning-subscription-detail", "GET", (401, 200, 200, 200, 200), lag_kind),
+    Case("api:warning-subscription-detail", "PUT", (401, 200, 200, 200, 200), lag_kind, lambda w: {"channels": []}),
+    Case("api:warning-subscription-detail", "DELETE", (401, 204, 204, 204, 204), lag_kind),
+    Case("api:warning-mute-list", "GET", (401, 200, 200, 200, 200)),
+    Case(
+        "api:warning-mute-list",
+        "POST",
+        (401, 201, 201, 201, 201),
+        data=lambda w: {
+            "cluster": w.cluster.pk,
+            "subject_type": "consumer_group",
+            "subject_name": "PAY_BILLING",
+            "until": timezone.now() + dt.timedelta(hours=1),
+        },
+    ),
+    Case("api:warning-mute-detail", "GET", (401, 404, 200, 404, 404), lambda w: {"pk": w.mute.pk}),
+    Case("api:warning-mute-detail", "DELETE", (401, 404, 204, 404, 404), lambda w: {"pk": w.mute.pk}),
     Case("api:schema", "GET", (200, 200, 200, 200, 200)),
     Case("api:docs", "GET", (200, 200, 200, 200, 200)),
     Case("api:redoc", "GET", (200, 200, 200, 200, 200)),
@@ -207,6 +260,17 @@ def world(sandbox, cluster, team, other_team, member, team_admin, outsider, port
     )
     w.audit_entry = audit.record(portal_admin, "cluster.registered", cluster)
     w.notification = notifications.notify(member, "Welcome")
+    now = timezone.now()
+    w.warning = Warning.objects.create(
+        kind=WarningKind.CONSUMER_LAG, cluster=cluster, subject_type=SubjectType.CONSUMER_GROUP,
+        subject_name=w.consumer_group.name, consumer_group=w.consumer_group, opened_at=now, last_seen_at=now,
+        last_notified_at=now, summary="PAY_BILLING is 20,000 messages behind",
+    )  # fmt: skip
+    # an endpoint nothing listens on: its test fails at once, which is an answer too
+    w.channel = channels.create_channel(member, kind=ChannelKind.WEBHOOK, name="matrix hook",
+                                        config={"url": "http://127.0.0.1:9/hook"})  # fmt: skip
+    w.mute = subscriptions.mute(member, cluster=cluster, subject_type=SubjectType.CONSUMER_GROUP,
+                                subject_name=w.consumer_group.name, until=now + dt.timedelta(hours=1))  # fmt: skip
     return w
 
 
@@ -227,7 +291,7 @@ def test_endpoint_answers_each_actor_as_the_matrix_says(request, world, case, ac
     expected = case.expect[actor_index]
     assert response.status_code == expected, (response.status_code, getattr(response, "data", response.content))
     if expected == 401:
-        assert response["WWW-Authenticate"] == "Token"
+        assert response["WWW-Authenticate"] == case.challenge
 
 
 def api_endpoints() -> set[tuple[str, str]]:

@@ -8,6 +8,7 @@ Every actor's request runs in its own rolled-back transaction on the same data, 
 approving, removing a member) cannot change what the next actor sees. POSTs that open forms send empty or minimal
 data: what is checked is who gets in, not what the form does (test_pages_*.py and test_admin_pages.py do that)."""
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -15,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 
 from portal.models import (
     Application,
@@ -28,6 +30,9 @@ from portal.models import (
     Subscription,
     Topic,
 )
+from portal.models.warnings import ChannelKind, SubjectType, Warning, WarningKind
+from portal.services import producer_tokens
+from portal.services.warnings import channels, subscriptions
 
 ACTORS = ("anonymous", "outsider", "member", "team_admin", "portal_admin")
 LOGIN = "302 to login"  # any other redirect is written 302
@@ -45,6 +50,7 @@ GET_ONLY_PUBLIC = expect(405, 405, 405, 405, 405)
 ADMIN_ONLY = expect(LOGIN, 403, 403, 403, 200)
 TEAM_CHANGE = expect(LOGIN, 403, 200, 200, 200)  # the owning team (any member) and portal admins
 TEAM_ADMIN = expect(LOGIN, 403, 403, 200, 200)  # team admins of the owning team and portal admins
+OWN_ONLY = expect(LOGIN, 404, 200, 404, 404)  # the member's own things (warning channels): nobody else finds them
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,15 @@ MATRIX: dict[str, Page] = {
     "producer-group-apply-delete": Page(
         get=TEAM_ADMIN, post=expect(LOGIN, 403, 403, 302, 302), args=lambda w: [w.producer.pk]
     ),
+    # producer tokens: the owning team issues (the answer shows the new token) and revokes them
+    "producer-token-issue": Page(
+        get=GET_ONLY, post=TEAM_CHANGE, args=lambda w: [w.producer.pk], data=lambda w: {"label": "matrix"}
+    ),
+    "producer-token-revoke": Page(
+        get=GET_ONLY,
+        post=expect(LOGIN, 403, 302, 302, 302),
+        args=lambda w: [w.producer.pk, w.producer_token.pk],
+    ),
     "application-list": Page(get=SIGNED_IN, post=GET_ONLY),
     # the member's application for their team: the outsider may not see it
     "application-detail": Page(get=expect(LOGIN, 404, 200, 200, 200), post=GET_ONLY, args=lambda w: [w.application.pk]),
@@ -139,6 +154,7 @@ MATRIX: dict[str, Page] = {
         data=lambda w: {"team": w.team.pk},
     ),
     "audit-log": Page(get=ADMIN_ONLY, post=GET_ONLY),
+    "job-run-list": Page(get=ADMIN_ONLY, post=GET_ONLY),
     "team-create": Page(get=ADMIN_ONLY, post=ADMIN_ONLY, data=lambda w: {"name": ""}),
     # users: portal admins only; the empty POSTs are a refused creation (200) and the member's flags cleared (302)
     "user-list": Page(get=ADMIN_ONLY, post=GET_ONLY),
@@ -153,6 +169,32 @@ MATRIX: dict[str, Page] = {
     "broker-detail": Page(get=SIGNED_IN, post=GET_ONLY, args=lambda w: [w.broker.pk]),
     "server-detail": Page(get=SIGNED_IN, post=GET_ONLY, args=lambda w: [w.broker.host]),
     "lagging": Page(get=SIGNED_IN, post=GET_ONLY),
+    "rankings": Page(get=SIGNED_IN, post=GET_ONLY),
+    # --- warnings: a warning of the team's group is the team's (and admins'); channels and mutes are personal (the
+    # member's here: anyone else's are never found); the owning team overrides thresholds, admins set the defaults
+    "warning-list": Page(get=SIGNED_IN, post=GET_ONLY),
+    "warning-detail": Page(get=expect(LOGIN, 404, 200, 200, 200), post=GET_ONLY, args=lambda w: [w.warning.pk]),
+    "warning-acknowledge": Page(get=GET_ONLY, post=expect(LOGIN, 404, 302, 302, 302), args=lambda w: [w.warning.pk]),
+    "warning-preferences": Page(get=SIGNED_IN, post=expect(LOGIN, 302, 302, 302, 302)),
+    "mute-create": Page(get=SIGNED_IN, post=SIGNED_IN, args=lambda w: ["consumer-group", w.group.pk]),
+    "mute-delete": Page(get=GET_ONLY, post=expect(LOGIN, 404, 302, 404, 404), args=lambda w: [w.mute.pk]),
+    "channel-list": Page(get=SIGNED_IN, post=GET_ONLY),
+    "channel-create": Page(get=SIGNED_IN, post=SIGNED_IN),
+    "channel-edit": Page(get=OWN_ONLY, post=OWN_ONLY, args=lambda w: [w.channel.pk]),
+    "channel-test": Page(get=GET_ONLY, post=expect(LOGIN, 404, 302, 404, 404), args=lambda w: [w.channel.pk]),
+    "channel-enable": Page(get=GET_ONLY, post=expect(LOGIN, 404, 302, 404, 404), args=lambda w: [w.channel.pk]),
+    "channel-delete": Page(get=GET_ONLY, post=expect(LOGIN, 404, 302, 404, 404), args=lambda w: [w.channel.pk]),
+    "entry-thresholds": Page(
+        get=TEAM_CHANGE,
+        post=expect(LOGIN, 403, 302, 302, 302),
+        args=lambda w: ["consumer-group", w.group.pk],
+        data=lambda w: {"kind": "consumer_lag", "consumer_lag-messages": "20000"},
+    ),
+    "warning-defaults": Page(
+        get=ADMIN_ONLY,
+        post=expect(LOGIN, 403, 403, 403, 302),
+        data=lambda w: {"kind": "consumer_lag", "consumer_lag-messages": "20000"},
+    ),
 }
 
 
@@ -163,6 +205,7 @@ def world(outsider, member, team_admin, portal_admin, team, topic):
     Subscription.objects.create(consumer_group=group, topic=topic)
     producer = ProducerGroup.objects.create(cluster=topic.cluster, team=team, name="PID_MATRIX")
     producer.topics.add(topic)
+    producer_token = producer_tokens.issue(producer, by=member).token
     unowned = Topic.objects.create(cluster=topic.cluster, name="LEGACY_MATRIX", origin=Origin.IMPORTED)
     broker = Broker.objects.create(
         cluster=topic.cluster, cluster_name="DefaultCluster", broker_name="broker-matrix", broker_id=0,
@@ -186,6 +229,17 @@ def world(outsider, member, team_admin, portal_admin, team, topic):
     )
     for user in (outsider, member, team_admin, portal_admin):
         Notification.objects.create(user=user, title="hello")
+    now = timezone.now()
+    warning = Warning.objects.create(
+        kind=WarningKind.CONSUMER_LAG, cluster=topic.cluster, subject_type=SubjectType.CONSUMER_GROUP,
+        subject_name=group.name, consumer_group=group, opened_at=now, last_seen_at=now, last_notified_at=now,
+        summary="GID_MATRIX is 20,000 messages behind",
+    )  # fmt: skip
+    # an endpoint nothing listens on: its test fails at once, which is an answer too
+    channel = channels.create_channel(member, kind=ChannelKind.WEBHOOK, name="matrix hook",
+                                      config={"url": "http://127.0.0.1:9/hook"})  # fmt: skip
+    mute = subscriptions.mute(member, cluster=topic.cluster, subject_type=SubjectType.CONSUMER_GROUP,
+                              subject_name=group.name, until=now + dt.timedelta(hours=1))  # fmt: skip
     actors = {"outsider": outsider, "member": member, "team_admin": team_admin, "portal_admin": portal_admin}
     return SimpleNamespace(
         actors=actors,
@@ -193,10 +247,14 @@ def world(outsider, member, team_admin, portal_admin, team, topic):
         topic=topic,
         group=group,
         producer=producer,
+        producer_token=producer_token,
         unowned=unowned,
         broker=broker,
         application=application,
         association=association,
+        warning=warning,
+        channel=channel,
+        mute=mute,
     )
 
 

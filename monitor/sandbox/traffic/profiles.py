@@ -127,8 +127,9 @@ def failing_consumer(options: TrafficOptions) -> Plan:
 
 
 def failing_producer(options: TrafficOptions) -> Plan:
-    """A producer sending to a topic it is not allowed to: every send raises (the broker refuses it)."""
-    return Plan(clients=[producer("pg_forbidden", FORBIDDEN_TOPIC, max(options.rate / 5, 0.5), options)])
+    """A producer sending to a topic it is not allowed to: every send raises (the broker refuses it). It does not
+    report to a portal (``"report": False``): no producer group can be registered for a system topic."""
+    return Plan(clients=[producer("pg_forbidden", FORBIDDEN_TOPIC, max(options.rate / 5, 0.5), options, report=False)])
 
 
 def slave_reader(options: TrafficOptions) -> Plan:

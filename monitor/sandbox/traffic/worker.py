@@ -6,6 +6,11 @@ a peer that accepts and never answers, keeps threads of its own, and logs to ``$
 parent gives every worker its own HOME). This file runs as a plain script with only the standard library and the
 ``rocketmq`` package, so it never pulls Django or the project into a process that only needs the client.
 
+A producer reports its sends to a portal, as a business application would, through the Django-free producer SDK
+(:mod:`monitor.sdk`) when the environment names the portal (MQCLOUD_PORTAL_URL) and a folder of token files
+(MQCLOUD_PRODUCER_TOKEN_DIR, one ``<producer group>.token`` each, which may appear after the worker starts: the
+SDK reads it at every report) and its spec does not say ``"report": false``. ``manage.py demo`` sets both.
+
 It stops on SIGTERM or SIGINT, or by itself when the process that started it goes away (so an aborted demo
 leaves no clients behind): it releases any callback it is holding, shuts the client down and exits 0. Every
 ``status_interval`` seconds, and once more at the end, it prints a ``STATUS {json}`` line of counters to stdout.
@@ -27,6 +32,11 @@ from rocketmq.exceptions import ffi_check
 from rocketmq.ffi import dll
 
 CONSUME_SUCCESS, RECONSUME_LATER = 0, 1
+PORTAL_URL_ENV = "MQCLOUD_PORTAL_URL"
+TOKEN_DIR_ENV = "MQCLOUD_PRODUCER_TOKEN_DIR"
+PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+# What a reporting producer spends on its last report when stopped (the runner kills workers after 5 s).
+REPORT_FLUSH_TIMEOUT = 2.0
 # Where the daily curve peaks and bottoms out: 15:00 and 03:00, like the traffic of a business application.
 PEAK_HOUR = 15.0
 SECONDS_PER_DAY = 86400.0
@@ -87,7 +97,7 @@ class Worker:
 
     def produce(self) -> None:
         spec = self.spec
-        producer = Producer(spec["group"], timeout=spec.get("send_timeout_ms", 3000))
+        producer = self.producer()
         producer.set_namesrv_addr(spec["namesrv"])
         self.credentials(producer)
         producer.start()
@@ -118,6 +128,25 @@ class Worker:
                 next_send = max(next_send + 1 / rate, time.monotonic() - 1 / rate)
         finally:
             producer.shutdown()
+
+    def producer(self) -> Producer:
+        """The plain C++ producer, or the SDK's (a subclass) when this worker reports to a portal."""
+        spec = self.spec
+        timeout = spec.get("send_timeout_ms", 3000)
+        portal_url, token_dir = os.environ.get(PORTAL_URL_ENV), os.environ.get(TOKEN_DIR_ENV)
+        if not (portal_url and token_dir and spec.get("report", True)):
+            return Producer(spec["group"], timeout=timeout)
+        sys.path.insert(0, PROJECT)
+        from monitor.sdk import Producer as ReportingProducer
+
+        return ReportingProducer(
+            spec["group"],
+            timeout=timeout,
+            portal_url=portal_url,
+            token_file=os.path.join(token_dir, f"{spec['group']}.token"),
+            topics=[spec["topic"]],
+            flush_timeout=REPORT_FLUSH_TIMEOUT,
+        )
 
     def send(self, producer: Producer, seq: int) -> None:
         spec = self.spec

@@ -5,8 +5,11 @@ Starts, as child processes watched by :class:`~portal.management.supervisor.Supe
 (pointed at that Redis), and the web server (gunicorn, static files served by WhiteNoise). In between it applies
 the migrations, creates or resets a demo portal admin and a demo business user (member of a demo team),
 registers the sandbox cluster (once; a restart reuses it and follows the name server's new address) and syncs
-it, so the demo topics and groups are in the registry, unowned and ready to adopt. Then it prints the URL and
-the credentials.
+it, so the demo topics and groups are in the registry, unowned and ready to adopt. The demo traffic's producers
+report their sends through the producer SDK (:mod:`monitor.sdk`): their producer groups are registered for
+their topics and get a fresh token each start (the previous demo tokens are revoked), written to
+``var/demo/producer-tokens/<group>.token``, where the traffic workers read them (MQCLOUD_PRODUCER_TOKEN_DIR and
+MQCLOUD_PORTAL_URL in the sandbox's environment). Then it prints the URL and the credentials.
 
 Ctrl-C (SIGINT) or SIGTERM stops everything it started, last started first; a child that dies on its own is
 reported with the end of its log, and stops the demo. Ports come from DEMO_PORT (web, default 8000),
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -35,8 +39,8 @@ from django.db import transaction
 
 from portal.env import env_int
 from portal.management.supervisor import Child, Supervisor
-from portal.models import Cluster, ConsumerGroup, Team, TeamRole, Topic
-from portal.services import registry
+from portal.models import ApplicationKind, Cluster, ConsumerGroup, ProducerGroup, Team, TeamRole, Topic
+from portal.services import applications, producer_tokens, registry
 from portal.services.sync import sync_cluster
 
 HOST = "127.0.0.1"
@@ -48,6 +52,11 @@ TEAM_NAME = "demo-team"
 ADMIN = ("admin", "mqcloud-admin")
 USER = ("demo", "mqcloud-demo")
 START_DEADLINE = 60.0
+# The demo traffic's producers that report through the SDK, with their topic (the "demo" profile in
+# monitor/sandbox/traffic/profiles.py; its failing producer sends to a system topic, which no group can be
+# registered for). tests/sdk/test_demo_traffic.py keeps the two in step.
+DEMO_PRODUCERS = {"pg_orders": "TopicOrders", "pg_payments": "TopicPayments"}
+TOKEN_LABEL = "demo traffic"
 NAMESRV_LINE = re.compile(rf"^namesrv=({re.escape(HOST)}:\d+)$", re.MULTILINE)
 
 
@@ -82,6 +91,12 @@ class Command(BaseCommand):
         manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
         celery = [sys.executable, "-m", "celery", "-A", "portal"]
 
+        # Tokens of an earlier run are revoked below: workers must not report with them meanwhile.
+        token_dir = demo_dir / "producer-tokens"
+        shutil.rmtree(token_dir, ignore_errors=True)
+        token_dir.mkdir(parents=True)
+        reporting = {"MQCLOUD_PORTAL_URL": f"http://{HOST}:{web_port}", "MQCLOUD_PRODUCER_TOKEN_DIR": str(token_dir)}
+
         self._say(f"starting Redis on {HOST}:{redis_port} and the sandbox cluster; logs in {self.supervisor.log_dir}")
         self._start("redis", [
             "redis-server", "--bind", HOST, "--port", str(redis_port), "--daemonize", "no",
@@ -90,7 +105,7 @@ class Command(BaseCommand):
         sandbox = self._start("sandbox", [
             *manage, "sandbox", "--skip-checks", "--brokers", "2", "--slaves", "--traffic", "demo",
             "--namesrv-port", str(namesrv_port), "--traffic-dir", str(demo_dir / "traffic"),
-        ], env)  # fmt: skip
+        ], {**env, **reporting})  # fmt: skip
         self._wait("Redis", lambda: _redis_answers(redis_url))
         # While the cluster starts: the schema and the static files, then the processes that need them.
         self._say("applying migrations, starting the Celery worker and beat and the web server")
@@ -126,6 +141,8 @@ class Command(BaseCommand):
         adopted = self._adopt_unowned(cluster, team, admin)
         if adopted:
             self._say(f"  {adopted} imported topics and groups given to {TEAM_NAME}")
+        reporting_groups = self._issue_producer_tokens(cluster, team, admin, token_dir)
+        self._say(f"  producer groups reporting their sends through the SDK: {', '.join(reporting_groups) or 'none'}")
         url = f"http://{HOST}:{web_port}/"
         self._wait("the web server", lambda: _http_ok(url + "healthz"))
         self._banner(url, namesrv, redis_url)
@@ -162,6 +179,36 @@ class Command(BaseCommand):
         for entry in entries:
             registry.adopt(entry, team=team, by=admin)
         return len(entries)
+
+    def _issue_producer_tokens(self, cluster: Cluster, team: Team, admin, token_dir: Path) -> list[str]:
+        """Register each demo producer group for its topic (applied for by the demo user, approved by the admin,
+        once), revoke its earlier demo tokens, issue a new one and write it where the traffic workers read it."""
+        user = get_user_model().objects.get(username=USER[0])
+        issued = []
+        for group_name, topic_name in DEMO_PRODUCERS.items():
+            topic = Topic.objects.filter(cluster=cluster, name=topic_name).first()
+            if topic is None:
+                self.stderr.write(f"  no topic {topic_name} in the registry: {group_name} does not report its sends")
+                continue
+            group = ProducerGroup.objects.filter(cluster=cluster, name=group_name).first()
+            if group is None:
+                application = applications.submit(
+                    user,
+                    kind=ApplicationKind.PRODUCER_GROUP_CREATE,
+                    team=team,
+                    cluster=cluster,
+                    payload={"name": group_name, "description": "A demo traffic producer.", "topic_ids": [topic.pk]},
+                )
+                group = applications.approve(application, by=admin).producer_group
+            for old in group.tokens.active().filter(label=TOKEN_LABEL):
+                producer_tokens.revoke(old, by=admin)
+            secret = producer_tokens.issue(group, by=admin, label=TOKEN_LABEL).secret
+            written = token_dir / f"{group_name}.token.new"
+            with os.fdopen(os.open(written, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
+                file.write(secret + "\n")
+            written.replace(token_dir / f"{group_name}.token")  # a worker never reads half a token
+            issued.append(group_name)
+        return issued
 
     def _ensure_cluster(self, namesrv: str, admin) -> Cluster:
         cluster = Cluster.objects.filter(name=CLUSTER_NAME).first()

@@ -16,6 +16,7 @@ from portal import access
 from portal.models import Broker, Cluster, ConsumerGroup, Team
 from portal.web import monitoring
 from portal.web.paging import paginate
+from portal.web.warning_panels import warning_panel
 from stats.queries.health import latest_broker_probes
 from stats.queries.traffic import lagging_now
 
@@ -31,12 +32,14 @@ def broker_detail(request, pk):
     _monitoring_allowed(request.user)
     broker = get_object_or_404(Broker.objects.select_related("cluster"), pk=pk)
     window = monitoring.requested_window(request)
+    warnings = warning_panel(request.user, broker, window)
     context = {
         "broker": broker,
         "probe": latest_broker_probes(broker.cluster_id).get((broker.broker_name, broker.broker_id)),
         "peers": Broker.objects.filter(cluster=broker.cluster_id, broker_name=broker.broker_name).exclude(pk=pk),
         "window": window,
-        "charts": monitoring.broker_charts(broker, window),
+        "charts": monitoring.broker_charts(broker, window, warnings.in_range),
+        **warnings.context,
     }
     return render(request, "portal/monitoring/broker_detail.html", context)
 
@@ -50,11 +53,13 @@ def server_detail(request, host):
     if not brokers:
         raise Http404(host)
     window = monitoring.requested_window(request)
+    warnings = warning_panel(request.user, host, window)
     context = {
         "host": host,
         "brokers": brokers,
         "window": window,
-        "charts": monitoring.server_charts(host, window),
+        "charts": monitoring.server_charts(host, window, warnings.in_range),
+        **warnings.context,
     }
     return render(request, "portal/monitoring/server_detail.html", context)
 

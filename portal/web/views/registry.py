@@ -21,6 +21,8 @@ from portal.web import monitoring
 from portal.web.entries import detail_url_name, entry_model, visible_entry
 from portal.web.forms import DescriptionForm, submitted
 from portal.web.paging import filtered_page
+from portal.web.views import producers
+from portal.web.warning_panels import warning_panel
 from stats.queries.traffic import group_now, offset_moves
 
 
@@ -59,7 +61,11 @@ def topic_detail(request, pk):
     if access.can_see_monitoring(user):
         window = monitoring.requested_window(request)
         minute, consumers = monitoring.topic_consumer_list(topic, subscriptions, ConsumerGroup.objects.visible_to(user))
-        context.update(window=window, charts=monitoring.topic_charts(topic, window), consumers=consumers, minute=minute)
+        warnings = warning_panel(user, topic, window)
+        charts = monitoring.topic_charts(topic, window, warnings.in_range) + monitoring.topic_producer_charts(
+            topic, window
+        )
+        context.update(window=window, charts=charts, consumers=consumers, minute=minute, **warnings.context)
     return render(request, "portal/topic_detail.html", context)
 
 
@@ -77,6 +83,7 @@ def consumer_group_detail(request, pk):
     group = visible_entry(ConsumerGroup, user, pk)
     subscriptions = list(group.subscriptions.select_related("topic").order_by("topic__name"))
     window = monitoring.requested_window(request)
+    warnings = warning_panel(user, group, window)
     context = {
         "group": group,
         "subscriptions": subscriptions,
@@ -84,9 +91,10 @@ def consumer_group_detail(request, pk):
         "can_change": access.can_change(user, group),
         "can_delete": access.can_apply_deletion_for(user, group.team),
         "window": window,
-        "charts": monitoring.group_charts(group, [sub.topic.name for sub in subscriptions], window),
+        "charts": monitoring.group_charts(group, [sub.topic.name for sub in subscriptions], window, warnings.in_range),
         "now": group_now(group.cluster_id, group.name, timezone.now()),
         "offset_moves": offset_moves(group.cluster_id, group.name, window.since),
+        **warnings.context,
     }
     return render(request, "portal/consumer_group_detail.html", context)
 
@@ -102,6 +110,8 @@ def producer_group_detail(request, pk):
         "pending": _pending_applications(user, producer_group=group),
         "can_change": access.can_change(user, group),
         "can_delete": access.can_apply_deletion_for(user, group.team),
+        **producers.group_page_context(request, group),
+        **warning_panel(user, group).context,
     }
     return render(request, "portal/producer_group_detail.html", context)
 

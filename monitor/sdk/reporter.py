@@ -1,0 +1,312 @@
+"""The background reporter: every minute, one report per (client, producer group, topic) to the portal.
+
+It runs in its own daemon thread and touches the send path only through :meth:`Recorder.take`, so a slow or
+unreachable portal never blocks or slows a send, and nothing it meets is raised into the application (problems are
+logged on the ``monitor.sdk`` logger). Reports wait in a bounded backlog (oldest dropped first, counted in
+:attr:`Reporter.dropped`); delivery is retried with exponential backoff on network errors, timeouts, 429 and 5xx.
+What the portal refuses is not retried: reports it rejects one by one (400 with errors per report index) are
+dropped and the rest of the batch sent again; a batch rejected whole (401 unknown or revoked token, 403 another
+group's token, any other 4xx) is dropped with an error logged. The wire format is the portal's
+``POST /api/v1/producer-reports/`` (docs/sdk.md).
+
+At start, and for each topic seen later, the reporter asks the portal whether the producer group is registered
+for the topic (``GET /api/v1/producer-reports/registration/?topic=``) and logs a warning if not, as MQCloud's
+client checks at startup. On stop it takes every minute, the current one included, and makes a last delivery
+attempt bounded by ``flush_timeout``.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import json
+import logging
+import random
+import socket
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from monitor.sdk.recorder import MinuteStats, Recorder
+
+log = logging.getLogger("monitor.sdk")
+
+REPORTS_PATH = "/api/v1/producer-reports/"
+REGISTRATION_PATH = "/api/v1/producer-reports/registration/"
+MAX_BATCH = 1000  # the portal's limit per request
+DEFAULT_MAX_BACKLOG = 10_000  # reports; a producer of 10 topics on 4 brokers keeps about 16 hours
+INTERVAL = 60.0
+# Sends finishing in the last moments of a minute are recorded in it: report a little after the minute ends
+# (2 s of every 60).
+REPORT_DELAY_SHARE = 1 / 30
+BACKOFF_MIN = 5.0
+BACKOFF_MAX = 300.0
+REQUEST_TIMEOUT = 10.0
+
+
+class _Transient(Exception):
+    """The portal could not be reached or asked us to come back later: keep the reports and retry."""
+
+
+class _Rejected(Exception):
+    """The portal refused the request: retrying it would fail the same way. ``details``: its JSON answer."""
+
+    def __init__(self, message: str, details: object = None):
+        super().__init__(message)
+        self.details = details
+
+
+def client_address(namesrv_addrs: str) -> str:
+    """This host's IP address as seen on the way to the first name server (no packet is sent)."""
+    host, _, port = namesrv_addrs.split(";")[0].strip().rpartition(":")
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((host, int(port)))
+            return probe.getsockname()[0]
+    except (OSError, ValueError):
+        return "127.0.0.1"
+
+
+def minute_text(epoch_seconds: int) -> str:
+    return dt.datetime.fromtimestamp(epoch_seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:00Z")
+
+
+class Reporter:
+    def __init__(
+        self,
+        recorder: Recorder,
+        *,
+        portal_url: str,
+        token: str | None = None,
+        token_file: Path | None = None,
+        producer_group: Callable[[], str],
+        client_id: str,
+        client_addr: str,
+        max_backlog: int = DEFAULT_MAX_BACKLOG,
+        interval: float = INTERVAL,
+        request_timeout: float = REQUEST_TIMEOUT,
+        backoff_min: float = BACKOFF_MIN,
+    ):
+        self._recorder = recorder
+        self._base = portal_url.rstrip("/")
+        if (token is None) == (token_file is None):
+            raise ValueError("give the reporter a token or a token file")
+        self._token = token
+        self._token_file = token_file
+        self._group = producer_group
+        self._client_id = client_id
+        self._client_addr = client_addr
+        self._interval = interval
+        self._request_timeout = request_timeout
+        self._backlog: collections.deque[dict] = collections.deque()
+        self._max_backlog = max_backlog
+        self._lock = threading.Lock()  # the backlog and the topics to check
+        self._to_check: list[str] = []
+        self._checked: set[str] = set()
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._backoff_min = backoff_min
+        self._backoff = 0.0
+        self._retry_at = 0.0
+        self.failed_deliveries = 0  # attempts that found the portal unreachable or failing
+        self.dropped = 0  # reports lost to a full backlog or refused by the portal
+        self.delivered = 0
+
+    # --- lifecycle -------------------------------------------------------------------------------------------------
+
+    def start(self, topics: Iterable[str] = ()) -> None:
+        for topic in topics:
+            self.check_registration(topic)
+        self._thread = threading.Thread(target=self._run, name="mqcloud-sdk-reporter", daemon=True)
+        self._thread.start()
+
+    def stop(self, flush_timeout: float = 5.0) -> None:
+        """Stop the thread, then report everything recorded so far, giving up after ``flush_timeout`` seconds."""
+        deadline = time.monotonic() + flush_timeout
+        self._stopped.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(flush_timeout)
+        self._enqueue(self._recorder.take(everything=True))
+        self._retry_at = 0.0
+        self._deliver(deadline)
+        with self._lock:
+            lost = len(self._backlog)
+            self._backlog.clear()
+        if lost:
+            self.dropped += lost
+            log.warning(
+                "producer stopped with %d reports the portal at %s did not take; they are lost", lost, self._base
+            )
+
+    def check_registration(self, topic: str) -> None:
+        """Ask the portal (from the reporter thread) whether the group is registered for ``topic``, once."""
+        if topic in self._checked:  # every send asks: answer without the lock once the topic is known
+            return
+        with self._lock:
+            if topic in self._checked:
+                return
+            self._checked.add(topic)
+            self._to_check.append(topic)
+        self._wake.set()
+
+    @property
+    def backlog(self) -> int:
+        return len(self._backlog)
+
+    # --- the thread ------------------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        next_report = self._next_report_time()
+        while not self._stopped.is_set():
+            timeout = next_report - time.time()
+            if self._backlog and self._retry_at:
+                timeout = min(timeout, self._retry_at - time.monotonic())
+            self._wake.wait(max(0.0, timeout))
+            self._wake.clear()
+            if self._stopped.is_set():
+                return
+            try:
+                self._check_registrations()
+                if time.time() >= next_report:
+                    next_report = self._next_report_time()
+                    self._enqueue(self._recorder.take())
+                self._deliver()
+            except Exception:  # a bug here must not kill reporting for the life of the application
+                log.exception("producer report cycle failed; trying again next minute")
+
+    def _next_report_time(self) -> float:
+        now = time.time()
+        return now - now % self._interval + self._interval * (1 + REPORT_DELAY_SHARE)
+
+    def _check_registrations(self) -> None:
+        with self._lock:
+            topics, self._to_check = self._to_check, []
+        for topic in topics:
+            if self._stopped.is_set():
+                return
+            query = urllib.parse.urlencode({"topic": topic})
+            try:
+                answer = self._request("GET", f"{REGISTRATION_PATH}?{query}")
+            except (_Transient, _Rejected) as error:
+                log.warning("could not check at %s whether producer group %s may send to topic %s: %s",
+                            self._base, self._group(), topic, error)  # fmt: skip
+                if isinstance(error, _Transient):  # ask again at the next report
+                    with self._lock:
+                        self._to_check.append(topic)
+                continue
+            if not answer.get("registered"):
+                log.warning(
+                    "producer group %s is not registered for topic %s on the portal %s: its send reports for this "
+                    "topic will be refused. Apply for the producer group on the topic in the portal.",
+                    self._group(),
+                    topic,
+                    self._base,
+                )
+
+    # --- backlog and delivery --------------------------------------------------------------------------------------
+
+    def _enqueue(self, minutes: list[MinuteStats]) -> None:
+        group = self._group()
+        reports = [
+            {
+                "minute": minute_text(stats.minute),
+                "client_id": self._client_id,
+                "client_addr": self._client_addr,
+                "producer_group": group,
+                "topic": stats.topic,
+                "brokers": [cell.to_report(name) for name, cell in sorted(stats.brokers.items())],
+            }
+            for stats in minutes
+        ]
+        with self._lock:
+            self._backlog.extend(reports)
+            overflow = len(self._backlog) - self._max_backlog
+            for _ in range(max(0, overflow)):
+                self._backlog.popleft()
+        if overflow > 0:
+            self.dropped += overflow
+            log.warning("the portal at %s is unreachable: dropped the %d oldest producer reports", self._base, overflow)
+
+    def _deliver(self, deadline: float | None = None) -> None:
+        """Send the backlog in batches until it is empty, the portal fails (retry later) or ``deadline`` passes."""
+        if self._retry_at and time.monotonic() < self._retry_at:
+            return
+        while self._backlog:
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            with self._lock:
+                batch = [self._backlog[i] for i in range(min(MAX_BATCH, len(self._backlog)))]
+            timeout = self._request_timeout if deadline is None else max(0.1, deadline - time.monotonic())
+            try:
+                self._request("POST", REPORTS_PATH, {"reports": batch}, timeout=timeout)
+            except _Transient as error:
+                self.failed_deliveries += 1
+                self._backoff = min(BACKOFF_MAX, max(self._backoff_min, self._backoff * 2))
+                self._retry_at = time.monotonic() + self._backoff * random.uniform(0.8, 1.2)
+                log.warning(
+                    "could not deliver %d producer reports to %s (%s); retrying in %.1f s",
+                    len(self._backlog),
+                    self._base,
+                    error,
+                    self._backoff,
+                )
+                return
+            except _Rejected as error:
+                refused = [batch[i] for i in self._refused_indexes(error.details, len(batch))]
+                self._remove(refused)
+                self.dropped += len(refused)
+                log.error("the portal at %s refused %d producer reports: %s", self._base, len(refused), error)
+                continue
+            self._remove(batch)
+            self.delivered += len(batch)
+            self._backoff, self._retry_at = 0.0, 0.0
+
+    @staticmethod
+    def _refused_indexes(details: object, size: int) -> list[int]:
+        """The reports a 400 names by index, or the whole batch when the refusal is not per report."""
+        per_report = details.get("reports") if isinstance(details, dict) else None
+        if isinstance(per_report, dict) and per_report and all(k.isdigit() and int(k) < size for k in per_report):
+            return sorted(int(k) for k in per_report)
+        return list(range(size))
+
+    def _remove(self, reports: list[dict]) -> None:
+        gone = {id(report) for report in reports}
+        with self._lock:
+            self._backlog = collections.deque(report for report in self._backlog if id(report) not in gone)
+
+    def _read_token(self) -> str:
+        """The token, read from its file on every request when it has one (so it may appear or change later)."""
+        if self._token_file is None:
+            return self._token
+        try:
+            token = self._token_file.read_text().strip()
+        except OSError as error:
+            raise _Transient(f"cannot read the token file {self._token_file}: {error.strerror}") from None
+        if not token:
+            raise _Transient(f"the token file {self._token_file} is empty")
+        return token
+
+    def _request(self, method: str, path: str, body: dict | None = None, *, timeout: float | None = None) -> dict:
+        data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
+        headers = {"Authorization": f"Producer {self._read_token()}", "Content-Type": "application/json"}
+        request = urllib.request.Request(self._base + path, data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout or self._request_timeout) as response:
+                return json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            text = error.read()[:2000].decode(errors="replace")
+            if error.code == 429 or error.code >= 500:
+                raise _Transient(f"HTTP {error.code}") from None
+            try:
+                details = json.loads(text)
+            except ValueError:
+                details = None
+            raise _Rejected(f"HTTP {error.code}: {text}", details) from None
+        except (OSError, ValueError) as error:  # refused, unreachable, timed out, reset, a garbled answer
+            raise _Transient(str(error) or type(error).__name__) from None

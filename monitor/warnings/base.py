@@ -1,0 +1,153 @@
+"""What every rule family is given (:class:`Context`: the cluster, the instant, its thresholds and which minutes
+were collected) and the wording helpers their summaries share."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from django.db.models import F, QuerySet
+
+from portal.models import Cluster
+from portal.services.warnings.thresholds import Thresholds, thresholds_for
+from stats.models import ClusterMinute
+from stats.queries.traffic import MINUTE, latest_minute
+
+# How far back the collected minutes are listed: the longest baseline a traffic rule may be given (1 day).
+HISTORY = dt.timedelta(days=1)
+# Rows per IN (...) list: SQLite's oldest limit on bound parameters is 999.
+CHUNK = 900
+
+
+@dataclass
+class Context:
+    """One evaluation of one cluster at ``now``. ``minute`` is the cluster's latest collected minute if it is
+    recent enough to stand for now (None: collection is not running, and the kinds read from it are not
+    evaluated); ``collected`` every collected minute of the last day up to it, oldest first, and ``partial`` those
+    of them with a broker down (the only minutes with NULL figures)."""
+
+    cluster: Cluster
+    now: dt.datetime
+    thresholds: Thresholds
+    minute: dt.datetime | None = None
+    collected: list[dt.datetime] = field(default_factory=list)
+    partial: set[dt.datetime] = field(default_factory=set)
+
+    @classmethod
+    def load(cls, cluster: Cluster, now: dt.datetime) -> Context:
+        minute = latest_minute(cluster.pk, now)
+        context = cls(cluster=cluster, now=now, thresholds=thresholds_for(cluster), minute=minute)
+        if context.minute is not None:
+            for moment, brokers_down in (
+                ClusterMinute.objects.filter(
+                    cluster_id=cluster.pk, minute__gt=context.minute - HISTORY, minute__lte=context.minute
+                )
+                .order_by("minute")
+                .values_list("minute", "brokers_down")
+            ):
+                context.collected.append(moment)
+                if brokers_down:
+                    context.partial.add(moment)
+        return context
+
+    @property
+    def cluster_id(self) -> int:
+        return self.cluster.pk
+
+    def params(self, kind: str, subject_type: str | None = None, subject_name: str | None = None) -> dict:
+        return self.thresholds.get(kind, subject_type, subject_name)
+
+    def collected_between(self, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
+        """Collected minutes in (start, end]."""
+        return [moment for moment in self.collected if start < moment <= end]
+
+
+def cluster_rows(model, cluster_id: int) -> QuerySet:
+    """``model``'s rows of one cluster, selected so that no index is used for the cluster: every stats table's
+    unique index leads with ``cluster_id``, and SQLite walks a cluster's whole retained history through it rather
+    than the few minutes a rule asks for (each rule's query filters on ``minute``, whose own index serves it)."""
+    return model.objects.alias(in_cluster=F("cluster_id") + 0).filter(in_cluster=cluster_id)
+
+
+def chunks(values: Iterable, size: int = CHUNK) -> Iterator[list]:
+    batch = []
+    for value in values:
+        batch.append(value)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# --- wording ------------------------------------------------------------------------------------------------------
+
+
+def count(value: float) -> str:
+    """12345 -> "12,345"; 2.5 -> "2.5"."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.1f}"
+
+
+def plural(value: float, word: str, words: str | None = None) -> str:
+    """plural(1, "queue") -> "1 queue"; plural(3, "queue") -> "3 queues"."""
+    return f"{count(value)} {word if value == 1 else (words or word + 's')}"
+
+
+def duration(seconds: float) -> str:
+    """A span for people: "45 s", "6 min 40 s", "2 h 5 min", "3 d 4 h"."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+def rate(per_second: float) -> str:
+    """Messages per second: "12.5/s" (below 10 with one decimal)."""
+    return f"{per_second:,.1f}/s" if per_second < 10 else f"{per_second:,.0f}/s"
+
+
+def size(value: float) -> str:
+    """Bytes for people: "512 B", "3.2 MiB"."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def listing(items: list[str], limit: int = 3) -> str:
+    """ "a, b and c"; beyond ``limit``: "a, b, c and 4 more"."""
+    if len(items) > limit:
+        return f"{', '.join(items[:limit])} and {len(items) - limit} more"
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def iso(moment: dt.datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+__all__ = [
+    "MINUTE",
+    "Context",
+    "chunks",
+    "cluster_rows",
+    "count",
+    "duration",
+    "iso",
+    "listing",
+    "plural",
+    "rate",
+    "size",
+]

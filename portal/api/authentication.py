@@ -1,0 +1,53 @@
+"""Authentication of producers (the SDK) by their producer group's token: ``Authorization: Producer <token>``.
+
+Users never authenticate this way, and producer tokens authenticate nothing else: the report endpoints accept only
+this scheme, so a request without it is answered 401 with ``WWW-Authenticate: Producer``. The token becomes
+``request.auth`` (the user stays anonymous); :class:`HasProducerToken` requires it.
+"""
+
+from django.contrib.auth.models import AnonymousUser
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import authentication, exceptions
+from rest_framework.permissions import BasePermission
+
+from portal.models import ProducerToken
+from portal.services import producer_tokens
+
+KEYWORD = "Producer"
+
+
+class ProducerTokenAuthentication(authentication.BaseAuthentication):
+    def authenticate(self, request):
+        parts = authentication.get_authorization_header(request).split()
+        if not parts or parts[0].decode(errors="replace") != KEYWORD:
+            return None
+        if len(parts) != 2:
+            raise exceptions.AuthenticationFailed(_("Expected the header Authorization: Producer <token>."))
+        token = producer_tokens.authenticate(parts[1].decode(errors="replace"))
+        if token is None:
+            raise exceptions.AuthenticationFailed(_("Unknown or revoked producer token."))
+        return AnonymousUser(), token
+
+    def authenticate_header(self, request) -> str:
+        return KEYWORD
+
+
+class HasProducerToken(BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.auth, ProducerToken)
+
+
+class ProducerTokenScheme(OpenApiAuthenticationExtension):
+    """How the schema describes the scheme (drf-spectacular finds extensions by subclassing)."""
+
+    target_class = ProducerTokenAuthentication
+    name = "producerTokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "A producer group's token, issued on the group's page: `Producer <token>`.",
+        }

@@ -10,7 +10,7 @@ STAMP := $(VENV)/.requirements.stamp
 # for `make messages` and the catalog completeness test, OpenSSH's server for the server-stats tests (the fixture
 # runs its own sshd as a plain process; on a machine run by systemd the package also starts the system's sshd),
 # Chromium for the page tests in a real browser (Playwright drives /usr/bin/chromium; never `playwright install`).
-DEBIAN_PACKAGES := redis-server postgresql gettext openssh-server chromium
+DEBIAN_PACKAGES := redis-server postgresql gettext openssh-server chromium openjdk-17-jre-headless
 ONLY ?=
 
 .PHONY: venv sysdeps test lint format bench demo messages clean

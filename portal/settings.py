@@ -183,6 +183,9 @@ MINUTE_RETENTION_DAYS = env_int("MINUTE_RETENTION_DAYS", 7)
 # the Parquet lake the minute data is exported to (a local folder, or any Hadoop-compatible URL such as hdfs://...).
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 SPARK_LAKE_URL = env_str("SPARK_LAKE_URL", str(VAR_DIR / "lake"))
+# Extra JVM options for Spark's driver and executors, applied when a process starts its JVM (empty by default; the
+# tests start JIT-light JVMs).
+SPARK_JAVA_OPTIONS = env_str("SPARK_JAVA_OPTIONS", "")
 # Retention of the Spark data, in days (sparkjobs.retention, daily); 0 keeps forever. Whatever is set, what a
 # scheduled job still reads is kept (e.g. the daily rollups behind the rankings' 7-day baseline).
 # 10-minute rollups: the charts of the last 7 days read them.

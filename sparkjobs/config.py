@@ -1,5 +1,6 @@
-"""Where the jobs run and where the lake is, from settings (``SPARK_MASTER``, ``SPARK_LAKE_URL``); a command-line
-``--master`` overrides the master. Nothing else in ``sparkjobs`` reads settings for these."""
+"""Where the jobs run and where the lake is, from settings (``SPARK_MASTER``, ``SPARK_LAKE_URL``, and
+``SPARK_JAVA_OPTIONS`` for the JVMs); a command-line ``--master`` overrides the master. Nothing else in
+``sparkjobs`` reads settings for these."""
 
 from __future__ import annotations
 
@@ -43,4 +44,8 @@ def check_master(master: str) -> str:
 
 
 def spark_config() -> SparkConfig:
-    return SparkConfig(master=check_master(settings.SPARK_MASTER), lake_url=settings.SPARK_LAKE_URL)
+    return SparkConfig(
+        master=check_master(settings.SPARK_MASTER),
+        lake_url=settings.SPARK_LAKE_URL,
+        java_options=settings.SPARK_JAVA_OPTIONS,
+    )

@@ -3,12 +3,19 @@ each) into each condition, the real collection and probes store it, and ``evalua
 reason; when the sandbox recovers it must be gone, and ``reconcile`` records the warning firing and resolving.
 Server thresholds are checked with stats read over SSH from a real sshd.
 
+Every event is delivered (:mod:`tests.monitor.warning_audience`, fixture ``audience``): the people who chose to hear
+of a kind — the owning team's member for a group's warnings, a portal admin for the brokers' and servers' — get the
+firing once through each of their channels (a real SMTP server and a real HTTP endpoint on 127.0.0.1 receive it, and
+in-app), nothing more while the condition lasts, then the resolved notice once; nobody else hears anything.
+
 Collections run at whole minutes a little ahead of the clock (``minute(k)``): each is a minute of its own, as the
 per-minute beat would make them, and the time since a client last consumed is at least that far ahead."""
 
 import contextlib
 import datetime as dt
 import socket
+import subprocess
+import sys
 import threading
 from collections import Counter
 
@@ -32,16 +39,24 @@ from portal.models import Broker, Cluster, ConsumerGroup, NameServer, ProducerGr
 from portal.models.warnings import Severity, Transition, WarningKind
 from portal.services import producer_tokens
 from portal.services.cluster_ops import discover_brokers
-from portal.services.warnings.lifecycle import reconcile
-from stats.models import BlockedQueueMinute, ServerSample
+from stats.models import SERVER_SLOT, BlockedQueueMinute, ServerSample
 from tests.monitor.conftest import SSH_USER
 from tests.monitor.traffic_helpers import OPTIONS, WAIT, collect, plan, running, wait_for
+from tests.monitor.warning_audience import reconcile_and_deliver
 from tests.monitor.warning_rows import admin_user, default_threshold, override_threshold
 
-pytest_plugins = ["tests.monitor.fixtures_traffic"]
+pytest_plugins = ["tests.monitor.fixtures_traffic", "tests.monitor.fixtures_warnings"]
 
 LAG = WarningKind.CONSUMER_LAG
 BLOCKED = WarningKind.CLIENT_BLOCKED
+DOWN = WarningKind.BROKER_DOWN
+SLAVE = WarningKind.SLAVE_LAG
+MOVED = WarningKind.OFFSET_MOVED
+RETRIES, DEAD = WarningKind.CONSUME_FAILURES, WarningKind.DEAD_LETTERS
+SPLIT = WarningKind.SUBSCRIPTION_MISMATCH
+PRODUCE = WarningKind.PRODUCE_ERRORS
+TCP, CPU = WarningKind.SERVER_TCP, WarningKind.SERVER_CPU
+FIRED, RESOLVED = Transition.FIRED, Transition.RESOLVED
 
 
 @pytest.fixture
@@ -62,8 +77,10 @@ def conditions(cluster, at, kind) -> dict:
 
 
 def reconciled(cluster, at, kind, subject) -> list[str]:
-    """Reconcile the evaluation at ``at``; the transitions recorded for ``subject``'s warning of ``kind``."""
-    result = reconcile(cluster, evaluate(cluster, at + dt.timedelta(seconds=20)), at + dt.timedelta(seconds=20))
+    """Reconcile the evaluation 20 s into the minute ``at`` and deliver every event it records; the transitions
+    recorded for ``subject``'s warning of ``kind``."""
+    now = at + dt.timedelta(seconds=20)
+    result = reconcile_and_deliver(cluster, evaluate(cluster, now), now)
     return [e.transition for e in result.events if e.warning.kind == kind and e.warning.subject_name == subject]
 
 
@@ -88,7 +105,7 @@ def dead_letters(admin, group) -> int:
 
 
 def test_a_lagging_consumer_is_reported_catching_up_then_stopped_and_resolved_once_caught_up(
-    registered, traffic_sandbox, tmp_path, start
+    registered, traffic_sandbox, tmp_path, start, audience
 ):
     topic, group = "TopicWarnLag", "cg_warn_lag"
     override_threshold(LAG, owned_group(registered, group), messages=50, seconds=30)
@@ -107,24 +124,29 @@ def test_a_lagging_consumer_is_reported_catching_up_then_stopped_and_resolved_on
         assert lag.summary.startswith(f"{group} is {lag.details['lag']:,} messages behind on {topic}; the oldest ")
         assert "Slow but catching up: consuming " in lag.summary and " Most behind: TopicWarnLag broker-" in lag.summary
         assert lag.details["consumed_per_second"] > 0 and lag.details["lag_change_per_minute"] < 0
-        assert reconciled(registered, minute(start, 1), LAG, group) == [Transition.FIRED]
+        assert reconciled(registered, minute(start, 1), LAG, group) == [FIRED]
+        assert audience.heard(LAG, group) == audience.told(LAG, FIRED)
 
-    # The consumer is gone, with messages still waiting.
+    # The consumer is gone, with messages still waiting: worse, but the owner has been told.
     collect(registered, minute(start, 2))
     lag = conditions(registered, minute(start, 2), LAG)[group]
     assert lag.details["state"] == "stopped" and lag.severity == Severity.CRITICAL
     assert "Stopped: no consumer client is online" in lag.summary
+    assert reconciled(registered, minute(start, 2), LAG, group) == []
+    assert audience.heard(LAG, group) == audience.told(LAG, FIRED)
 
     recovery = Plan(topics={topic: 2}, groups={group: 16}, clients=[consumer(group, topic)])
     with running(traffic_sandbox, recovery, tmp_path / "recovery"), MQAdmin(traffic_sandbox.namesrv_addr) as admin:
         wait_for(lambda: lag_of(admin, group, topic) == 0, what="the consumer to catch up")
         collect(registered, minute(start, 3))
     assert group not in conditions(registered, minute(start, 3), LAG)
-    assert reconciled(registered, minute(start, 3), LAG, group) == [Transition.RESOLVED]
+    assert reconciled(registered, minute(start, 3), LAG, group) == [RESOLVED]
+    assert audience.heard(LAG, group) == audience.told(LAG, FIRED, RESOLVED)
+    assert audience.strangers(LAG) == []
 
 
 def test_a_hung_consumer_is_blocked_and_stalled_and_both_clear_when_it_is_gone(
-    registered, traffic_sandbox, tmp_path, start, settings
+    registered, traffic_sandbox, tmp_path, start, settings, audience
 ):
     settings.CONSUMER_BLOCKED_SECONDS = 1
     topic, group = "TopicWarnHung", "cg_warn_hung"
@@ -153,15 +175,26 @@ def test_a_hung_consumer_is_blocked_and_stalled_and_both_clear_when_it_is_gone(
         lag = conditions(registered, minute(start, 1), LAG)[group]
         assert lag.details["state"] == "stalled" and lag.severity == Severity.CRITICAL
         assert "Stalled: 1 client online, but the committed offsets have not moved in 1 min." in lag.summary
-        assert reconciled(registered, minute(start, 1), BLOCKED, group) == [Transition.FIRED]
+        assert reconciled(registered, minute(start, 1), BLOCKED, group) == [FIRED]
+        assert audience.heard(BLOCKED, group) == audience.told(BLOCKED, FIRED)
+        assert audience.heard(LAG, group) == audience.told(LAG, FIRED)
 
-    collect(registered, minute(start, 2))
-    assert group not in conditions(registered, minute(start, 2), BLOCKED)
-    assert conditions(registered, minute(start, 2), LAG)[group].details["state"] == "stopped"
-    assert reconciled(registered, minute(start, 2), BLOCKED, group) == [Transition.RESOLVED]
+        # Still hung a minute later: nothing new.
+        collect(registered, minute(start, 2))
+        assert group in conditions(registered, minute(start, 2), BLOCKED)
+        assert reconciled(registered, minute(start, 2), BLOCKED, group) == []
+        assert audience.heard(BLOCKED, group) == audience.told(BLOCKED, FIRED)
+
+    collect(registered, minute(start, 3))
+    assert group not in conditions(registered, minute(start, 3), BLOCKED)
+    assert conditions(registered, minute(start, 3), LAG)[group].details["state"] == "stopped"
+    assert reconciled(registered, minute(start, 3), BLOCKED, group) == [RESOLVED]
+    assert audience.heard(BLOCKED, group) == audience.told(BLOCKED, FIRED, RESOLVED)
+    assert audience.heard(LAG, group) == audience.told(LAG, FIRED)  # still lagging: no client left
+    assert audience.strangers(BLOCKED) == []
 
 
-def test_a_stopped_broker_is_down_after_the_grace_period_and_up_again_when_restarted(db, start):
+def test_a_stopped_broker_is_down_after_the_grace_period_and_up_again_when_restarted(db, start, audience):
     # A sandbox of its own: a restarted master's slave stops copying its tables (see the report), which the other
     # scenarios' shared sandbox must not inherit.
     with SandboxCluster(brokers=2) as sandbox:
@@ -171,27 +204,35 @@ def test_a_stopped_broker_is_down_after_the_grace_period_and_up_again_when_resta
         sandbox.stop_broker("broker-b")
         try:
             probe_cluster(cluster, now=minute(start, 0))
-            assert conditions(cluster, minute(start, 0), WarningKind.BROKER_DOWN) == {}  # one round: not yet
+            assert conditions(cluster, minute(start, 0), DOWN) == {}  # one round: not yet
 
             probe_cluster(cluster, now=minute(start, 1))
-            down = conditions(cluster, minute(start, 1), WarningKind.BROKER_DOWN)
+            down = conditions(cluster, minute(start, 1), DOWN)
             assert set(down) == {"broker-b@0"} and down["broker-b@0"].severity == Severity.CRITICAL
             assert down["broker-b@0"].summary.startswith(
                 f"Broker broker-b@0 (ASYNC_MASTER, {sandbox.broker('broker-b').addr}) has not answered for 2 min: "
                 "2 probe rounds of 3 quick attempts each failed ("
             )
             assert "The name servers no longer list it." in down["broker-b@0"].summary
-            assert reconciled(cluster, minute(start, 1), WarningKind.BROKER_DOWN, "broker-b@0") == [Transition.FIRED]
+            assert reconciled(cluster, minute(start, 1), DOWN, "broker-b@0") == [FIRED]
+            assert audience.heard(DOWN, "broker-b@0") == audience.told(DOWN, FIRED)
+
+            probe_cluster(cluster, now=minute(start, 2))  # still down a round later: nothing new
+            assert "broker-b@0" in conditions(cluster, minute(start, 2), DOWN)
+            assert reconciled(cluster, minute(start, 2), DOWN, "broker-b@0") == []
+            assert audience.heard(DOWN, "broker-b@0") == audience.told(DOWN, FIRED)
         finally:
             sandbox.start_broker("broker-b")
 
-        wait_for(lambda: all(row.ok for row in probe_cluster(cluster, now=minute(start, 2))[1]), what="all answering")
-        assert conditions(cluster, minute(start, 2), WarningKind.BROKER_DOWN) == {}
-        assert reconciled(cluster, minute(start, 2), WarningKind.BROKER_DOWN, "broker-b@0") == [Transition.RESOLVED]
+        wait_for(lambda: all(row.ok for row in probe_cluster(cluster, now=minute(start, 3))[1]), what="all answering")
+        assert conditions(cluster, minute(start, 3), DOWN) == {}
+        assert reconciled(cluster, minute(start, 3), DOWN, "broker-b@0") == [RESOLVED]
+    assert audience.heard(DOWN, "broker-b@0") == audience.told(DOWN, FIRED, RESOLVED)
+    assert audience.strangers(DOWN) == []
 
 
 def test_a_slave_that_stops_copying_falls_behind_and_catches_up_again(
-    registered, traffic_sandbox, tmp_path, start, monkeypatch
+    registered, traffic_sandbox, tmp_path, start, monkeypatch, audience
 ):
     """The sandbox slave copies its master's commit log in-process; holding that copy back is the fault."""
     default_threshold(WarningKind.SLAVE_LAG, bytes=50_000)
@@ -204,7 +245,7 @@ def test_a_slave_that_stops_copying_falls_behind_and_catches_up_again(
     probe_cluster(registered, now=minute(start, 0))
     probe_cluster(registered, now=minute(start, 1))
 
-    lagging = conditions(registered, minute(start, 1), WarningKind.SLAVE_LAG)["broker-a@1"]
+    lagging = conditions(registered, minute(start, 1), SLAVE)["broker-a@1"]
     behind = master.store.commit_log_max_offset - slave.store.commit_log_max_offset
     assert lagging.details["behind_bytes"] == behind
     assert lagging.details["master_commit_log_max_offset"] == master.store.commit_log_max_offset
@@ -212,19 +253,27 @@ def test_a_slave_that_stops_copying_falls_behind_and_catches_up_again(
     assert f" of commit log behind its master broker-a@0 ({master.addr}), neither catching up nor falling" in (
         lagging.summary
     )
-    assert reconciled(registered, minute(start, 1), WarningKind.SLAVE_LAG, "broker-a@1") == [Transition.FIRED]
+    assert reconciled(registered, minute(start, 1), SLAVE, "broker-a@1") == [FIRED]
+    assert audience.heard(SLAVE, "broker-a@1") == audience.told(SLAVE, FIRED)
+
+    probe_cluster(registered, now=minute(start, 2))  # still behind a round later: nothing new
+    assert "broker-a@1" in conditions(registered, minute(start, 2), SLAVE)
+    assert reconciled(registered, minute(start, 2), SLAVE, "broker-a@1") == []
 
     monkeypatch.undo()
     wait_for(lambda: slave.store.commit_log_max_offset == master.store.commit_log_max_offset, what="slave caught up")
-    probe_cluster(registered, now=minute(start, 2))
-    assert "broker-a@1" not in conditions(registered, minute(start, 2), WarningKind.SLAVE_LAG)
-    assert reconciled(registered, minute(start, 2), WarningKind.SLAVE_LAG, "broker-a@1") == [Transition.RESOLVED]
+    probe_cluster(registered, now=minute(start, 3))
+    assert "broker-a@1" not in conditions(registered, minute(start, 3), SLAVE)
+    assert reconciled(registered, minute(start, 3), SLAVE, "broker-a@1") == [RESOLVED]
+    assert audience.heard(SLAVE, "broker-a@1") == audience.told(SLAVE, FIRED, RESOLVED)
+    assert audience.strangers(SLAVE) == []
 
 
 def test_a_consumer_asking_for_an_offset_past_the_queue_is_an_offset_error_for_ten_minutes(
-    registered, traffic_sandbox, start
+    registered, traffic_sandbox, start, audience
 ):
     topic, group = "TopicWarnMoved", "cg_warn_moved"
+    owned_group(registered, group)
     master = traffic_sandbox.broker("broker-a").addr
     with MQAdmin(traffic_sandbox.namesrv_addr) as admin:
         admin.create_and_update_topic_config(master, TopicConfig(topic, read_queue_nums=1, write_queue_nums=1))
@@ -233,20 +282,27 @@ def test_a_consumer_asking_for_an_offset_past_the_queue_is_an_offset_error_for_t
         admin.pull_message(master, topic, 0, 1000, group=group)
     collect(registered, minute(start, 0))
 
-    moved = conditions(registered, minute(start, 0), WarningKind.OFFSET_MOVED)[group]
+    moved = conditions(registered, minute(start, 0), MOVED)[group]
     assert moved.summary.startswith(f"{group} asked for offsets outside the queues 1 time in the last 10 min ")
     assert f"the broker moved it: {topic} broker-a/0: asked for 1,000, moved to 0, 1,000 messages to be consumed " in (
         moved.summary
     )
-    assert reconciled(registered, minute(start, 0), WarningKind.OFFSET_MOVED, group) == [Transition.FIRED]
+    assert reconciled(registered, minute(start, 0), MOVED, group) == [FIRED]
+    assert audience.heard(MOVED, group) == audience.told(MOVED, FIRED)
+
+    collect(registered, minute(start, 1))  # still within the ten minutes: nothing new
+    assert group in conditions(registered, minute(start, 1), MOVED)
+    assert reconciled(registered, minute(start, 1), MOVED, group) == []
 
     collect(registered, minute(start, 11))
-    assert group not in conditions(registered, minute(start, 11), WarningKind.OFFSET_MOVED)
-    assert reconciled(registered, minute(start, 11), WarningKind.OFFSET_MOVED, group) == [Transition.RESOLVED]
+    assert group not in conditions(registered, minute(start, 11), MOVED)
+    assert reconciled(registered, minute(start, 11), MOVED, group) == [RESOLVED]
+    assert audience.heard(MOVED, group) == audience.told(MOVED, FIRED, RESOLVED)
+    assert audience.strangers(MOVED) == []
 
 
-def test_a_failing_consumers_retries_and_first_dead_letters_are_reported(
-    registered, traffic_sandbox, manual_stats, tmp_path, start
+def test_a_failing_consumers_retries_and_first_dead_letters_are_reported_until_an_hour_without_them(
+    registered, traffic_sandbox, manual_stats, tmp_path, start, audience
 ):
     topic, group = "TopicWarnFailing", "cg_warn_failing"
     override_threshold(WarningKind.CONSUME_FAILURES, owned_group(registered, group), retries_per_hour=10)
@@ -265,20 +321,39 @@ def test_a_failing_consumers_retries_and_first_dead_letters_are_reported(
     manual_stats.sample()
     collect(registered, minute(start, 1))
 
-    failures = conditions(registered, minute(start, 1), WarningKind.CONSUME_FAILURES)[group]
+    failures = conditions(registered, minute(start, 1), RETRIES)[group]
     assert failures.details["sent_back"] >= 10
     assert failures.summary.startswith(f"{group} sent {failures.details['sent_back']:,} messages back for retry in ")
     assert f"They come back through %RETRY%{group} and, retried too often, end in %DLQ%{group}." in failures.summary
-    dead = conditions(registered, minute(start, 1), WarningKind.DEAD_LETTERS)[group]
+    dead = conditions(registered, minute(start, 1), DEAD)[group]
     assert dead.details["dead_letters"] == dlq
     assert dead.summary.startswith(f"{dlq} message{'s' if dlq != 1 else ''} of {group} reached its dead-letter queue ")
-    assert reconciled(registered, minute(start, 1), WarningKind.DEAD_LETTERS, group) == [Transition.FIRED]
+    assert reconciled(registered, minute(start, 1), DEAD, group) == [FIRED]
+    assert audience.heard(DEAD, group) == audience.told(DEAD, FIRED)
+    assert audience.heard(RETRIES, group) == audience.told(RETRIES, FIRED)
+
+    collect(registered, minute(start, 2))  # within the hour: nothing new
+    assert group in conditions(registered, minute(start, 2), DEAD)
+    assert reconciled(registered, minute(start, 2), DEAD, group) == []
+
+    # An hour without failures (the brokers' minute windows sampled past them; the failed minutes out of the rules'
+    # hour): both are over.
+    for _ in range(7):
+        manual_stats.sample()
+    collect(registered, minute(start, 62))
+    assert group not in conditions(registered, minute(start, 62), RETRIES)
+    assert group not in conditions(registered, minute(start, 62), DEAD)
+    assert reconciled(registered, minute(start, 62), DEAD, group) == [RESOLVED]
+    assert audience.heard(DEAD, group) == audience.told(DEAD, FIRED, RESOLVED)
+    assert audience.heard(RETRIES, group) == audience.told(RETRIES, FIRED, RESOLVED)
+    assert audience.strangers(DEAD) == []
 
 
 def test_clients_of_a_group_subscribing_differently_are_a_subscription_error_until_one_leaves(
-    registered, traffic_sandbox, tmp_path, start
+    registered, traffic_sandbox, tmp_path, start, audience
 ):
     group = "cg_warn_split"
+    owned_group(registered, group)
     clients = {
         "a": consumer(group, "TopicWarnSplitA", name="consumer split a"),
         "b": consumer(group, "TopicWarnSplitB", name="consumer split b"),
@@ -292,26 +367,34 @@ def test_clients_of_a_group_subscribing_differently_are_a_subscription_error_unt
     with running(traffic_sandbox, split, tmp_path) as run:
         wait_for(lambda: master.consumers.get(group) and len(master.consumers.get(group).client_ids()) == 2)
         collect(registered, minute(start, 0))
-        mismatch = conditions(registered, minute(start, 0), WarningKind.SUBSCRIPTION_MISMATCH)[group]
+        mismatch = conditions(registered, minute(start, 0), SPLIT)[group]
         assert mismatch.summary.startswith(f"The clients of {group} subscribe differently: 1 client (")
         assert ") to TopicWarnSplitA (*); 1 client (" in mismatch.summary
         assert mismatch.summary.count(") to TopicWarnSplitB (*)") == 1
-        assert reconciled(registered, minute(start, 0), WarningKind.SUBSCRIPTION_MISMATCH, group) == [Transition.FIRED]
+        assert reconciled(registered, minute(start, 0), SPLIT, group) == [FIRED]
+        assert audience.heard(SPLIT, group) == audience.told(SPLIT, FIRED)
+
+        collect(registered, minute(start, 1))  # still split a minute later: nothing new
+        assert group in conditions(registered, minute(start, 1), SPLIT)
+        assert reconciled(registered, minute(start, 1), SPLIT, group) == []
 
         run.client("consumer split b").terminate()
         masters = [traffic_sandbox.broker(name) for name in traffic_sandbox.broker_names]
         wait_for(lambda: all(len(m.consumers.get(group).client_ids()) == 1 for m in masters), what="one client left")
-        collect(registered, minute(start, 1))
-    assert group not in conditions(registered, minute(start, 1), WarningKind.SUBSCRIPTION_MISMATCH)
-    assert reconciled(registered, minute(start, 1), WarningKind.SUBSCRIPTION_MISMATCH, group) == [Transition.RESOLVED]
+        collect(registered, minute(start, 2))
+    assert group not in conditions(registered, minute(start, 2), SPLIT)
+    assert reconciled(registered, minute(start, 2), SPLIT, group) == [RESOLVED]
+    assert audience.heard(SPLIT, group) == audience.told(SPLIT, FIRED, RESOLVED)
+    assert audience.strangers(SPLIT) == []
 
 
 def test_a_producer_whose_sends_fail_is_reported_from_its_sdk_reports(
-    registered, traffic_sandbox, live_server, tmp_path, monkeypatch, eager
+    registered, traffic_sandbox, live_server, tmp_path, monkeypatch, eager, audience
 ):
     """The SDK producer (the real C++ client in this process) reports its sends to the portal's API, served by a
     live server; broker-a stops answering, so sends to it time out and are retried on broker-b. (With a live
-    server every transaction commits, so the deliveries reconcile enqueues run, eagerly.)"""
+    server every transaction commits, so the deliveries reconcile enqueues run, eagerly, as the worker would run
+    them; delivering again afterwards sends nothing twice.)"""
     monkeypatch.setenv("HOME", str(tmp_path))  # the C++ client logs under $HOME
     topic, group = "TopicWarnProduce", "pg_warn_produce"
     team, _ = Team.objects.get_or_create(name="scenarios")
@@ -345,7 +428,7 @@ def test_a_producer_whose_sends_fail_is_reported_from_its_sdk_reports(
     failed = sum(failures.values())
     assert failed and {r.broker_name for r in records if r.exception} >= {"broker-a"}
 
-    errors = conditions(registered, now, WarningKind.PRODUCE_ERRORS)[group]
+    errors = conditions(registered, now, PRODUCE)[group]
     assert (errors.details["failed"], errors.details["sent"]) == (failed, len(records))
     assert errors.details["exceptions"] == dict(failures) == {"ProducerSendSyncFailed": failed}
     assert "broker-a" in errors.details["brokers"]["ProducerSendSyncFailed"]
@@ -354,12 +437,19 @@ def test_a_producer_whose_sends_fail_is_reported_from_its_sdk_reports(
         f"({failed / len(records):.1%} of {len(records)}): ProducerSendSyncFailed ×{failed} (broker-a"
     )
     assert f"on {topic}, from 1 client ({producer.client_id})." in errors.summary
-    assert reconciled(registered, now, WarningKind.PRODUCE_ERRORS, group) == [Transition.FIRED]
+    assert reconciled(registered, now, PRODUCE, group) == [FIRED]
+    assert audience.heard(PRODUCE, group) == audience.told(PRODUCE, FIRED)
+
+    # A minute later the failures are still within the window: nothing new.
+    assert group in conditions(registered, now + dt.timedelta(minutes=1), PRODUCE)
+    assert reconciled(registered, now + dt.timedelta(minutes=1), PRODUCE, group) == []
 
     # Five minutes without a failed send: over.
     later = now + dt.timedelta(minutes=6)
-    assert group not in conditions(registered, later, WarningKind.PRODUCE_ERRORS)
-    assert reconciled(registered, later, WarningKind.PRODUCE_ERRORS, group) == [Transition.RESOLVED]
+    assert group not in conditions(registered, later, PRODUCE)
+    assert reconciled(registered, later, PRODUCE, group) == [RESOLVED]
+    assert audience.heard(PRODUCE, group) == audience.told(PRODUCE, FIRED, RESOLVED)
+    assert audience.strangers(PRODUCE) == []
 
 
 @pytest.fixture
@@ -394,8 +484,9 @@ def connections():
     listener.close()
 
 
-def test_a_server_holding_many_connections_is_reported_from_its_stats_over_ssh(db, sshd, ssh_keys, connections):
-    open_connections, close_connections = connections
+@pytest.fixture
+def server_cluster(db, sshd, ssh_keys) -> Cluster:
+    """A cluster whose one broker runs on 127.0.0.1, read over SSH by the real sshd there."""
     cluster = Cluster.objects.create(name="servers")
     Broker.objects.create(
         cluster=cluster, cluster_name="DefaultCluster", broker_name="broker-a", broker_id=0, address="127.0.0.1:10911"
@@ -403,24 +494,87 @@ def test_a_server_holding_many_connections_is_reported_from_its_stats_over_ssh(d
     ServerAccess.objects.create(
         cluster=cluster, username=SSH_USER, port=sshd.port, private_key=ssh_keys.client.read_text()
     )
+    return cluster
+
+
+def test_a_server_holding_many_connections_is_reported_from_its_stats_over_ssh(server_cluster, connections, audience):
+    open_connections, close_connections = connections
     at = timezone.now()
-    collect_server_stats(cluster, at)
+    collect_server_stats(server_cluster, at)
     before = ServerSample.objects.get(host="127.0.0.1").tcp_established
-    default_threshold(WarningKind.SERVER_TCP, established=before + 500)
-    assert conditions(cluster, at, WarningKind.SERVER_TCP) == {}
+    default_threshold(TCP, established=before + 500)
+    assert conditions(server_cluster, at, TCP) == {}
 
     open_connections(500)
-    collect_server_stats(cluster, at)
-    tcp = conditions(cluster, at, WarningKind.SERVER_TCP)["127.0.0.1"]
+    collect_server_stats(server_cluster, at)
+    tcp = conditions(server_cluster, at, TCP)["127.0.0.1"]
     established = ServerSample.objects.get(host="127.0.0.1").tcp_established
     # 1,000 more (both ends of each connection), give or take other processes' connections coming and going
     assert established > before + 900 and tcp.details["established"] == established
     assert tcp.summary.startswith(
         f"127.0.0.1: {established:,} established TCP connections (threshold {before + 500:,}), "
     )
-    assert reconciled(cluster, at, WarningKind.SERVER_TCP, "127.0.0.1") == [Transition.FIRED]
+    assert reconciled(server_cluster, at, TCP, "127.0.0.1") == [FIRED]
+    assert audience.heard(TCP, "127.0.0.1") == audience.told(TCP, FIRED)
+
+    # The next reading, five minutes later, still over: nothing new.
+    collect_server_stats(server_cluster, at + SERVER_SLOT)
+    assert "127.0.0.1" in conditions(server_cluster, at + SERVER_SLOT, TCP)
+    assert reconciled(server_cluster, at + SERVER_SLOT, TCP, "127.0.0.1") == []
 
     close_connections()
-    collect_server_stats(cluster, at)
-    assert conditions(cluster, at, WarningKind.SERVER_TCP) == {}
-    assert reconciled(cluster, at, WarningKind.SERVER_TCP, "127.0.0.1") == [Transition.RESOLVED]
+    collect_server_stats(server_cluster, at + 2 * SERVER_SLOT)
+    assert conditions(server_cluster, at + 2 * SERVER_SLOT, TCP) == {}
+    assert reconciled(server_cluster, at + 2 * SERVER_SLOT, TCP, "127.0.0.1") == [RESOLVED]
+    assert audience.heard(TCP, "127.0.0.1") == audience.told(TCP, FIRED, RESOLVED)
+    assert audience.strangers(TCP) == []
+
+
+SPIN = "import os\nos.nice(19)\nprint('spinning', flush=True)\nwhile True:\n    pass\n"
+
+
+@pytest.fixture
+def busy_cpus():
+    """Start one spinning process per CPU the host's readings cover (``/proc/stat``); killed at the end. At nice
+    19 they only take the time the CPUs would otherwise idle, so the rest of the machine hardly slows down."""
+    with open("/proc/stat") as stat:
+        cpus = sum(1 for line in stat if line.startswith("cpu") and line[3].isdigit())
+    spinners: list[subprocess.Popen] = []
+
+    def start() -> None:
+        for _ in range(cpus):
+            spinners.append(subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True))
+        for spinner in spinners:
+            assert spinner.stdout.readline() == "spinning\n"
+
+    yield start
+    for spinner in spinners:
+        spinner.kill()
+        spinner.wait()
+        spinner.stdout.close()
+
+
+def test_a_server_whose_cpus_are_all_busy_is_reported_after_two_readings_over_ssh(server_cluster, busy_cpus, audience):
+    """Busy CPUs are made (a spinning process on each); how idle the shared machine is afterwards is not in the test's
+    hands, so this one ends while they are still busy (the TCP scenario above checks a server warning's end)."""
+    default_threshold(CPU, percent=80)
+    busy_cpus()
+    at = timezone.now()
+    collect_server_stats(server_cluster, at)
+    assert conditions(server_cluster, at, CPU) == {}  # one reading is not enough
+
+    collect_server_stats(server_cluster, at + SERVER_SLOT)
+    cpu = conditions(server_cluster, at + SERVER_SLOT, CPU)["127.0.0.1"]
+    readings = list(ServerSample.objects.order_by("-minute").values_list("cpu_percent", flat=True))
+    assert len(readings) == 2 and min(readings) >= 80 and cpu.details["cpu_percent"] == readings
+    assert cpu.summary.startswith(f"127.0.0.1: CPU {readings[0]:.0f}% busy")
+    assert ", over 80% in the last 2 readings (10 min); load " in cpu.summary
+    assert reconciled(server_cluster, at + SERVER_SLOT, CPU, "127.0.0.1") == [FIRED]
+    assert audience.heard(CPU, "127.0.0.1") == audience.told(CPU, FIRED)
+
+    # Still busy at the next reading: nothing new.
+    collect_server_stats(server_cluster, at + 2 * SERVER_SLOT)
+    assert "127.0.0.1" in conditions(server_cluster, at + 2 * SERVER_SLOT, CPU)
+    assert reconciled(server_cluster, at + 2 * SERVER_SLOT, CPU, "127.0.0.1") == []
+    assert audience.heard(CPU, "127.0.0.1") == audience.told(CPU, FIRED)
+    assert audience.strangers(CPU) == []

@@ -9,17 +9,13 @@ server answers from its own thread."""
 
 import contextlib
 import datetime as dt
-import os
 import zoneinfo
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
-from playwright.sync_api import sync_playwright
 
 from portal.models import (
     Broker,
@@ -35,38 +31,12 @@ from portal.models import (
 from stats.models import BrokerMinute, BrokerProbe, ClusterMinute, ConsumeMinute, QueueLagMinute, TopicMinute
 from stats.store.traffic import MinuteSamples, store_minute
 from tests.monitor.traffic_helpers import collect, plan, running
+from tests.portal.browser import ARTIFACTS
 from tests.portal.conftest import PASSWORD, make_user
 
-pytest_plugins = ["tests.monitor.fixtures_traffic"]
+pytest_plugins = ["tests.monitor.fixtures_traffic", "tests.portal.browser"]
 
-ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ZONE = "Asia/Shanghai"  # the viewer's zone, so that the times drawn prove the conversion
-
-
-@pytest.fixture(scope="module")
-def browser():
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            chromium = playwright.chromium.launch(
-                executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS
-            )
-            yield chromium
-            chromium.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture

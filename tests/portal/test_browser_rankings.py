@@ -5,52 +5,24 @@ follows a ranked topic to its page. Screenshots go to test-artifacts/ for a huma
 
 import datetime as dt
 import json
-import os
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from django.conf import settings
 from django.db.models import Q
 from django.urls import reverse
-from playwright.sync_api import sync_playwright
 
 from portal.models import Cluster, ConsumerGroup, Membership, Team, TeamRole, Topic
 from sparkjobs.load import Replacement, replace_windows
 from stats.models import JobRun, JobState, Ranking, RankingKind
+from tests.portal.browser import ARTIFACTS
 from tests.portal.conftest import PASSWORD, make_user
+
+pytest_plugins = ["tests.portal.browser"]
 
 pytestmark = pytest.mark.slow
 
-ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 DAY_END = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
 DAY_START = DAY_END - dt.timedelta(days=1)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            chromium = playwright.chromium.launch(
-                executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS
-            )
-            yield chromium
-            chromium.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 def load_rankings(cluster_id: int, rows: list[tuple[str, str, float, dict]]) -> None:

@@ -30,9 +30,11 @@ from portal.web.monitoring import WARNING_COLOR
 from stats.models import ClusterMinute, ConsumeMinute
 from stats.store.traffic import MinuteSamples, store_minute
 from tests.portal import test_browser_charts as charts
+from tests.portal.browser import ARTIFACTS
 from tests.portal.conftest import make_user
 
-browser = charts.browser  # the module's Chromium, shared
+pytest_plugins = ["tests.portal.browser"]
+
 ZONE = charts.ZONE
 SUMMARY = "GID_BILLING is 52,000 messages (14 min) behind on ORDERS; 3 of 4 queues stalled"
 REASON = f"consumer lag: {SUMMARY}"
@@ -92,7 +94,7 @@ def test_a_member_follows_the_unread_count_to_their_warning_and_acknowledges_it(
 
     page.click("header nav >> text=Warnings")
     page.wait_for_url(live_server.url + reverse("warning-list"))
-    page.screenshot(path=str(charts.ARTIFACTS / "warning-list.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "warning-list.png"), full_page=True)
 
     page.click("table >> text=consumer lag")
 
@@ -102,7 +104,7 @@ def test_a_member_follows_the_unread_count_to_their_warning_and_acknowledges_it(
     assert page.locator("#deliveries .badge >> text=sent").count() == 1  # in-app, to the member
     page.click("button:text('Acknowledge')")
     page.wait_for_selector("text=no longer repeated")
-    page.screenshot(path=str(charts.ARTIFACTS / "warning-detail.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "warning-detail.png"), full_page=True)
     assert page.locator(".badge >> text=acknowledged").count() == 1
     world["warning"].refresh_from_db()
     assert world["warning"].acknowledged_by == world["user"]
@@ -130,4 +132,4 @@ def test_the_groups_lag_chart_marks_the_warning_period_with_its_reason_on_hover(
     hover = lag_chart.locator(".hoverlayer")
     hover.locator(f"text={SUMMARY[:40]}").wait_for()
     assert "consumer lag: GID_BILLING is 52,000 messages" in hover.text_content()
-    page.screenshot(path=str(charts.ARTIFACTS / "warning-hover.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "warning-hover.png"), full_page=True)

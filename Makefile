@@ -34,7 +34,7 @@ test: venv sysdeps
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest
-	$(PY) -m tests.pg -- tests/portal --ignore=tests/portal/test_demo.py
+	$(PY) -m tests.pg -- tests/portal tests/sparkjobs --ignore=tests/portal/test_demo.py
 
 lint: venv
 	$(VENV)/bin/ruff check .

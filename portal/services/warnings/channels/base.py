@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import json
 import urllib.error
@@ -64,7 +65,7 @@ class Message:
         return "\n".join(lines)
 
 
-class Transport:
+class Transport(abc.ABC):
     """One channel kind. Subclasses set ``kind`` and implement ``notify``; ``clean_config`` validates what the user
     typed (field errors keyed by config key) and returns what is stored."""
 
@@ -77,8 +78,9 @@ class Transport:
             raise ValidationError({name: _("Unknown setting for this channel.") for name in sorted(unknown)})
         return {}
 
+    @abc.abstractmethod
     def notify(self, channel, config: dict, message: Message) -> None:
-        raise NotImplementedError
+        """Send ``message``; raise TransportError (saying whether it is permanent) when it could not be sent."""
 
     def describe(self, config: dict) -> str:
         """What the pages show of the configuration (never a secret or a webhook token)."""

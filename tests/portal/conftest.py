@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 
 from monitor.sandbox.cluster import SandboxCluster
 from portal.models import Cluster, Membership, NameServer, Team, TeamRole, Topic
+from tests.portal.browser import browser  # noqa: F401  (the one Chromium fixture, for the page tests)
 
 PASSWORD = "correct-horse-battery"
 

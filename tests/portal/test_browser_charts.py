@@ -34,7 +34,7 @@ from tests.monitor.traffic_helpers import collect, plan, running
 from tests.portal.browser import ARTIFACTS
 from tests.portal.conftest import PASSWORD, make_user
 
-pytest_plugins = ["tests.monitor.fixtures_traffic", "tests.portal.browser"]
+pytest_plugins = ["tests.monitor.fixtures_traffic"]
 
 ZONE = "Asia/Shanghai"  # the viewer's zone, so that the times drawn prove the conversion
 

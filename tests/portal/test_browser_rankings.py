@@ -17,8 +17,6 @@ from stats.models import JobRun, JobState, Ranking, RankingKind
 from tests.portal.browser import ARTIFACTS
 from tests.portal.conftest import PASSWORD, make_user
 
-pytest_plugins = ["tests.portal.browser"]
-
 pytestmark = pytest.mark.slow
 
 DAY_END = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)

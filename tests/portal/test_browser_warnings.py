@@ -33,8 +33,6 @@ from tests.portal import test_browser_charts as charts
 from tests.portal.browser import ARTIFACTS
 from tests.portal.conftest import make_user
 
-pytest_plugins = ["tests.portal.browser"]
-
 ZONE = charts.ZONE
 SUMMARY = "GID_BILLING is 52,000 messages (14 min) behind on ORDERS; 3 of 4 queues stalled"
 REASON = f"consumer lag: {SUMMARY}"

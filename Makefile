@@ -10,13 +10,19 @@ STAMP := $(VENV)/.requirements.stamp
 # for `make messages` and the catalog completeness test, OpenSSH's server for the server-stats tests (the fixture
 # runs its own sshd as a plain process; on a machine run by systemd the package also starts the system's sshd),
 # Chromium for the page tests in a real browser (Playwright drives /usr/bin/chromium; never `playwright install`).
-DEBIAN_PACKAGES := redis-server postgresql gettext openssh-server chromium openjdk-17-jre-headless
+# Java 17 with javac and Maven run the real RocketMQ servers (`make rocketmq`) and the Java side of the benchmarks.
+DEBIAN_PACKAGES := redis-server postgresql gettext openssh-server chromium openjdk-17-jdk-headless maven python3.11-venv
+# The Python the venv is built from: the first of these that has the standard modules the project needs (a
+# Python built without sqlite3 or ssl, as some pyenv builds are, is skipped for Debian's python3.11).
+VENV_PYTHON := $(shell for p in python3.11 python3 /usr/bin/python3.11; do \
+  command -v $$p >/dev/null 2>&1 && $$p -c 'import sqlite3, ssl, ctypes, lzma, bz2, venv' 2>/dev/null && { echo $$p; break; }; done)
 ONLY ?=
 
-.PHONY: venv sysdeps test lint format bench demo messages clean
+.PHONY: venv sysdeps rocketmq test lint format bench demo messages clean
 
 $(STAMP): requirements.txt
-	@test -x $(PY) || python3 -m venv $(VENV)
+	@test -n "$(VENV_PYTHON)" || { echo "no Python 3.11 with sqlite3 and ssl: run 'make sysdeps' first"; exit 1; }
+	@test -x $(PY) || $(VENV_PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	@touch $(STAMP)
 
@@ -29,7 +35,11 @@ sysdeps:
 	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-test: venv sysdeps
+# The pinned Apache RocketMQ releases (4.9.4 and 5.x) from Maven Central into var/rocketmq/VERSION/lib, once.
+rocketmq: venv sysdeps
+	$(PY) -m monitor.launcher.releases
+
+test: venv sysdeps rocketmq
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
@@ -44,7 +54,7 @@ format: venv
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: venv sysdeps
+bench: venv sysdeps rocketmq
 	$(PY) -m tests.bench $(ONLY)
 
 demo: venv sysdeps

@@ -1,0 +1,48 @@
+"""The real mqadmin (``org.apache.rocketmq.tools.command.MQAdminStartup``) of a pinned release, run as a JVM.
+
+It reads ``ROCKETMQ_HOME/conf`` for its logging and, on ACL clusters, for the credentials it signs with
+(tools.yml); :func:`run` returns what it printed. mqadmin exits 0 even when a subcommand fails (it prints the
+exception), so callers judge the output, as an operator reading the terminal would.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from monitor.launcher.process import JAVA_OPENS
+from monitor.launcher.releases import Release, resolve
+
+MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
+
+
+@dataclass(frozen=True)
+class Result:
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(rel: Release, home: Path, args: list[str], *, timeout: float = 120.0) -> Result:
+    resolve(rel)
+    command = [
+        "java",
+        "-Xms32m",
+        "-Xmx256m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:-UsePerfData",
+        f"-Duser.home={home}",
+        f"-Drocketmq.client.logRoot={home / 'logs'}",
+        *JAVA_OPENS,
+        "-cp",
+        rel.classpath,
+        MQADMIN_MAIN,
+        *args,
+    ]
+    env = {**os.environ, "ROCKETMQ_HOME": str(home)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    return Result(tuple(args), done.returncode, done.stdout, done.stderr)

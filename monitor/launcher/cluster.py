@@ -246,5 +246,9 @@ class RealCluster:
         """Run the release's real mqadmin against this cluster's name server."""
         return mqadmin.run(self.release, self.home, [*args, "-n", self.namesrv_addr], timeout=timeout)
 
+    def extra_lines(self) -> list[str]:
+        """What ``manage.py rocketmq`` announces beyond the name server and brokers (controllers, proxies)."""
+        return []
+
     def processes(self) -> list[JavaProcess]:
         return [p for p in (self.namesrv, *(n.process for n in self.brokers.values())) if p is not None]

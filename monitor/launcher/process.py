@@ -2,7 +2,8 @@
 so, stopped with SIGTERM then SIGKILL so no JVM outlives its owner.
 
 Every process started here is also remembered in a module-level registry that an ``atexit`` hook stops, so a test
-session or a demo that dies on an exception still leaves no Java behind.
+session or a demo that dies on an exception still leaves no Java behind; a JVM whose starter is killed outright
+gets SIGTERM from the kernel (PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ JAVA_OPENS = (
     "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
 )
 STOP_GRACE_SECONDS = 15.0
+PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec: nothing but the system call
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
 
 _running: set[JavaProcess] = set()
 _running_lock = threading.Lock()
@@ -99,6 +107,7 @@ class JavaProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         with _running_lock:
             _running.add(self)

@@ -24,7 +24,7 @@ from django.urls import reverse
 
 from monitor.remoting import body as b
 from monitor.remoting.admin import MQAdmin
-from portal.management.commands.demo import ADMIN, CLUSTER_NAME, USER
+from portal.management.commands.demo import ADMIN, DEMO_CLUSTERS, USER
 from portal.tasks import sync_registry
 
 pytestmark = pytest.mark.slow
@@ -78,7 +78,7 @@ def descendants(root: int) -> set[int]:
 class Demo:
     """``manage.py demo`` in a subprocess with its output in a file."""
 
-    def __init__(self, tmp_path: Path, **ports: int):
+    def __init__(self, tmp_path: Path, cluster: str = "sandbox", **ports: int):
         self.var_dir = tmp_path / "var"
         self.database = tmp_path / "demo.sqlite3"
         self.web_port = ports.get("web", free_port())
@@ -91,7 +91,9 @@ class Demo:
             "DEMO_PORT": str(self.web_port),
             "DEMO_REDIS_PORT": str(self.redis_port),
             "DEMO_NAMESRV_PORT": str(ports.get("namesrv", free_port())),
+            "DEMO_CLUSTER": cluster,
         }
+        self.cluster_name = DEMO_CLUSTERS[cluster][0]
         with open(self.output_path, "wb") as output:
             self.process = subprocess.Popen(
                 [sys.executable, str(MANAGE), "demo"], stdout=output, stderr=subprocess.STDOUT, env=env
@@ -127,8 +129,8 @@ class Demo:
 def demo(tmp_path):
     started = []
 
-    def start(**ports) -> Demo:
-        started.append(Demo(tmp_path, **ports))
+    def start(cluster: str = "sandbox", **ports) -> Demo:
+        started.append(Demo(tmp_path, cluster, **ports))
         return started[-1]
 
     yield start
@@ -161,7 +163,7 @@ def test_the_demo_runs_the_product_and_ctrl_c_stops_everything_it_started(demo):
     assert log_in(running_demo.url, *USER) == reverse("dashboard")
     assert log_in(running_demo.url, *ADMIN) == reverse("dashboard")
 
-    [(cluster_id,)] = running_demo.query("SELECT id FROM portal_cluster WHERE name = ?", CLUSTER_NAME)
+    [(cluster_id,)] = running_demo.query("SELECT id FROM portal_cluster WHERE name = ?", running_demo.cluster_name)
     brokers = running_demo.query(
         "SELECT broker_name, broker_id, address FROM portal_broker WHERE cluster_id = ? AND present", cluster_id
     )
@@ -202,3 +204,42 @@ def test_a_child_that_dies_is_reported_and_stops_the_demo(demo):
         assert failing.process.wait(START_DEADLINE) != 0
     assert "redis exited unexpectedly" in failing.output
     assert "sandbox: stopped" in failing.output, "what had started is stopped"
+
+
+@pytest.mark.parametrize(
+    ("cluster", "version", "brokers"),
+    [("real", "V4_9_4", 4), ("real5", "V5_5_0", 3)],
+    ids=["rocketmq-4.9.4", "rocketmq-5"],
+)
+def test_the_demo_runs_on_real_rocketmq_with_the_same_portal(demo, cluster, version, brokers):
+    """DEMO_CLUSTER=real runs two real 4.9.4 master/slave pairs, real5 one 5.x replica group of three brokers in
+    controller mode with a proxy: the portal registers them, the demo traffic's topics arrive through the sync,
+    and the worker's per-minute collection stores the C++ clients' real traffic."""
+    running_demo = demo(cluster)
+    wait_for(running_demo.ready, 360, "the demo's banner")
+    children = descendants(running_demo.process.pid)
+    assert "Apache RocketMQ" in running_demo.output
+
+    [(cluster_id,)] = running_demo.query("SELECT id FROM portal_cluster WHERE name = ?", running_demo.cluster_name)
+    registered = running_demo.query(
+        "SELECT broker_name, broker_id, version FROM portal_broker WHERE cluster_id = ? AND present", cluster_id
+    )
+    assert len(registered) == brokers
+    assert {v for *_, v in registered} == {version}, "versions come from the real brokers' runtime info"
+    topics = {name for (name,) in running_demo.query("SELECT name FROM portal_topic WHERE cluster_id = ?", cluster_id)}
+    assert "TopicOrders" in topics
+    assert log_in(running_demo.url, *USER) == reverse("dashboard")
+
+    produced = wait_for(
+        lambda: running_demo.query(
+            "SELECT SUM(put_nums) FROM stats_topicminute WHERE cluster_id = ? AND topic = 'TopicOrders' "
+            "AND put_nums > 0",
+            cluster_id,
+        )[0][0],
+        240,
+        "a collected minute of the demo producers' traffic",
+    )
+    assert produced > 0
+
+    assert running_demo.stop() == 0
+    wait_for(lambda: not [pid for pid in children if running(pid)], STOP_DEADLINE, "every child gone, JVMs too")

@@ -1,10 +1,12 @@
 """``python manage.py demo`` (``make demo``): the whole product on 127.0.0.1, until Ctrl-C.
 
 Starts, as child processes watched by :class:`~portal.management.supervisor.Supervisor`: Redis on a private port
-(data in ``var/demo/``), a sandbox RocketMQ cluster with the ``demo`` traffic profile, a Celery worker and beat
+(data in ``var/demo/``), a RocketMQ cluster with the ``demo`` traffic profile (``DEMO_CLUSTER``: ``sandbox``, the
+default, needs no Java; ``real`` runs Apache RocketMQ 4.9.4, two master/slave pairs; ``real5`` runs the pinned 5.x
+with a controller embedded in the name server, three replicas in controller mode and a proxy), a Celery worker and beat
 (pointed at that Redis), and the web server (gunicorn, static files served by WhiteNoise). In between it applies
 the migrations, creates or resets a demo portal admin and a demo business user (member of a demo team),
-registers the sandbox cluster (once; a restart reuses it and follows the name server's new address) and syncs
+registers the cluster (once per kind; a restart reuses it and follows the name server's new address) and syncs
 it, so the demo topics and groups are in the registry, unowned and ready to adopt. The demo traffic's producers
 report their sends through the producer SDK (:mod:`monitor.sdk`): their producer groups are registered for
 their topics and get a fresh token each start (the previous demo tokens are revoked), written to
@@ -13,7 +15,8 @@ MQCLOUD_PORTAL_URL in the sandbox's environment). Then it prints the URL and the
 
 Ctrl-C (SIGINT) or SIGTERM stops everything it started, last started first; a child that dies on its own is
 reported with the end of its log, and stops the demo. Ports come from DEMO_PORT (web, default 8000),
-DEMO_REDIS_PORT and DEMO_NAMESRV_PORT; logs are in ``var/demo/logs/``.
+DEMO_REDIS_PORT and DEMO_NAMESRV_PORT; logs are in ``var/demo/logs/`` (a real cluster's server logs and stores in
+``var/demo/rocketmq-<kind>/``).
 """
 
 from __future__ import annotations
@@ -47,7 +50,23 @@ HOST = "127.0.0.1"
 DEFAULT_WEB_PORT = 8000
 DEFAULT_REDIS_PORT = 6390
 DEFAULT_NAMESRV_PORT = 9876
-CLUSTER_NAME = "sandbox"
+
+# DEMO_CLUSTER -> (registry name, what it is, the command that runs it with the demo traffic, start deadline).
+DEMO_CLUSTERS = {
+    "sandbox": ("sandbox", "the sandbox cluster", ["sandbox", "--brokers", "2", "--slaves"], 60.0),
+    "real": (
+        "rocketmq-4.9.4",
+        "Apache RocketMQ 4.9.4",
+        ["rocketmq", "--release", "4", "--brokers", "2", "--slaves"],
+        300.0,
+    ),
+    "real5": (
+        "rocketmq-5",
+        "Apache RocketMQ 5 (controller mode, proxy)",
+        ["rocketmq", "--release", "5", "--brokers", "1", "--controller", "embedded", "--proxy"],
+        300.0,
+    ),
+}
 TEAM_NAME = "demo-team"
 ADMIN = ("admin", "mqcloud-admin")
 USER = ("demo", "mqcloud-demo")
@@ -87,6 +106,12 @@ class Command(BaseCommand):
         redis_port = env_int("DEMO_REDIS_PORT", DEFAULT_REDIS_PORT)
         namesrv_port = env_int("DEMO_NAMESRV_PORT", DEFAULT_NAMESRV_PORT)
         redis_url = f"redis://{HOST}:{redis_port}/0"
+        kind = os.environ.get("DEMO_CLUSTER", "sandbox").strip() or "sandbox"
+        if kind not in DEMO_CLUSTERS:
+            raise CommandError(f"DEMO_CLUSTER must be one of {', '.join(DEMO_CLUSTERS)}, got {kind!r}")
+        cluster_name, cluster_label, cluster_command, cluster_deadline = DEMO_CLUSTERS[kind]
+        if kind != "sandbox":
+            cluster_command = [*cluster_command, "--workdir", str(demo_dir / f"rocketmq-{kind}")]
         env = {**os.environ, "REDIS_URL": redis_url, "MQCLOUD_VAR_DIR": str(settings.VAR_DIR), "PYTHONUNBUFFERED": "1"}
         manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
         celery = [sys.executable, "-m", "celery", "-A", "portal"]
@@ -97,13 +122,13 @@ class Command(BaseCommand):
         token_dir.mkdir(parents=True)
         reporting = {"MQCLOUD_PORTAL_URL": f"http://{HOST}:{web_port}", "MQCLOUD_PRODUCER_TOKEN_DIR": str(token_dir)}
 
-        self._say(f"starting Redis on {HOST}:{redis_port} and the sandbox cluster; logs in {self.supervisor.log_dir}")
+        self._say(f"starting Redis on {HOST}:{redis_port} and {cluster_label}; logs in {self.supervisor.log_dir}")
         self._start("redis", [
             "redis-server", "--bind", HOST, "--port", str(redis_port), "--daemonize", "no",
             "--save", "", "--appendonly", "no", "--dir", str(demo_dir),
         ], env)  # fmt: skip
-        sandbox = self._start("sandbox", [
-            *manage, "sandbox", "--skip-checks", "--brokers", "2", "--slaves", "--traffic", "demo",
+        rocketmq = self._start("rocketmq" if kind != "sandbox" else "sandbox", [
+            *manage, *cluster_command, "--skip-checks", "--traffic", "demo",
             "--namesrv-port", str(namesrv_port), "--traffic-dir", str(demo_dir / "traffic"),
         ], {**env, **reporting})  # fmt: skip
         self._wait("Redis", lambda: _redis_answers(redis_url))
@@ -123,14 +148,14 @@ class Command(BaseCommand):
             sys.executable, "-m", "gunicorn", "portal.wsgi:application", "--bind", f"{HOST}:{web_port}",
             "--workers", "2", "--access-logfile", "-", "--no-control-socket",
         ], env)  # fmt: skip
-        namesrv = self._wait("the sandbox cluster", lambda: _namesrv_line(sandbox))
+        namesrv = self._wait(cluster_label, lambda: _namesrv_line(rocketmq), cluster_deadline)
 
-        self._say(f"registering the sandbox cluster ({namesrv}) and syncing it")
+        self._say(f"registering {cluster_label} ({namesrv}) as {cluster_name} and syncing it")
         admin, team = self._ensure_people()
         try:
-            cluster = self._ensure_cluster(namesrv, admin)
+            cluster = self._ensure_cluster(cluster_name, cluster_label, namesrv, admin)
         except ValidationError as exc:
-            raise CommandError(f"cannot register the sandbox cluster: {'; '.join(exc.messages)}") from None
+            raise CommandError(f"cannot register {cluster_label}: {'; '.join(exc.messages)}") from None
         report = sync_cluster(cluster)
         for error in report.errors:
             self.stderr.write(f"  sync: {error}")
@@ -145,7 +170,7 @@ class Command(BaseCommand):
         self._say(f"  producer groups reporting their sends through the SDK: {', '.join(reporting_groups) or 'none'}")
         url = f"http://{HOST}:{web_port}/"
         self._wait("the web server", lambda: _http_ok(url + "healthz"))
-        self._banner(url, namesrv, redis_url)
+        self._banner(url, cluster_label, namesrv, redis_url)
         while not self.stop.wait(0.5):
             self._check_children()
         raise Interrupted
@@ -210,14 +235,14 @@ class Command(BaseCommand):
             issued.append(group_name)
         return issued
 
-    def _ensure_cluster(self, namesrv: str, admin) -> Cluster:
-        cluster = Cluster.objects.filter(name=CLUSTER_NAME).first()
+    def _ensure_cluster(self, name: str, label: str, namesrv: str, admin) -> Cluster:
+        cluster = Cluster.objects.filter(name=name).first()
         if cluster is None:
             return registry.register_cluster(
-                name=CLUSTER_NAME,
+                name=name,
                 namesrv_addrs=[namesrv],
                 by=admin,
-                description="The sandbox cluster started by manage.py demo, with demo traffic.",
+                description=f"{label} started by manage.py demo, with demo traffic.",
             )
         if cluster.namesrv_addr != namesrv:
             cluster = registry.update_cluster(cluster, by=admin, namesrv_addrs=[namesrv])
@@ -242,23 +267,23 @@ class Command(BaseCommand):
                 f"{child.log_path}:\n{child.log_tail()}"
             )
 
-    def _wait(self, what: str, ready: Callable[[], object]):
+    def _wait(self, what: str, ready: Callable[[], object], seconds: float = START_DEADLINE):
         """Poll ``ready`` until it returns something true; a dead child, a signal or the deadline end the wait."""
-        deadline = time.monotonic() + START_DEADLINE
+        deadline = time.monotonic() + seconds
         while True:
             self._check_children()
             result = ready()
             if result:
                 return result
             if time.monotonic() > deadline:
-                raise CommandError(f"{what} did not become ready within {START_DEADLINE:g}s")
+                raise CommandError(f"{what} did not become ready within {seconds:g}s")
             self.stop.wait(0.1)
 
     def _say(self, text: str) -> None:
         self.stdout.write(text)
         self.stdout.flush()
 
-    def _banner(self, url: str, namesrv: str, redis_url: str) -> None:
+    def _banner(self, url: str, cluster_label: str, namesrv: str, redis_url: str) -> None:
         self._say(
             "\n".join(
                 [
@@ -266,7 +291,7 @@ class Command(BaseCommand):
                     f"MQCloud demo running at {url}",
                     f"  portal admin:  {ADMIN[0]} / {ADMIN[1]}",
                     f"  business user: {USER[0]} / {USER[1]} (team {TEAM_NAME})",
-                    f"  sandbox name server: {namesrv}   Redis: {redis_url}",
+                    f"  {cluster_label}, name server {namesrv}   Redis: {redis_url}",
                     f"  logs: {self.supervisor.log_dir}",
                     "Press Ctrl-C to stop everything.",
                 ]

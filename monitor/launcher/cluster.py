@@ -32,7 +32,7 @@ SLAVE_ID = 1
 NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
 BROKER_MAIN = "org.apache.rocketmq.broker.BrokerStartup"
 BOOT_SUCCESS = "boot success"
-START_TIMEOUT = 90.0  # seconds: a JVM starts in 2-3 s alone, far slower on a loaded 2-core machine
+START_TIMEOUT = 180.0  # seconds: a JVM starts in 2-3 s alone, far slower on a loaded 2-core machine
 # Small stores: a 64 MB commit-log file and 30,000-entry consume-queue files (4.9.4 preallocates both).
 SMALL_STORE = {
     "mappedFileSizeCommitLog": 64 * 1024 * 1024,
@@ -124,23 +124,29 @@ class RealCluster:
         resolve(self.release)
         write_home(self.home, self.acl)
         try:
-            self._start_namesrv()
-            for name in self.broker_names:
-                self._start_broker(name, MASTER_ID)
-                if self.slaves:
-                    self._start_broker(name, SLAVE_ID)
-            self.wait_registered()
+            self._start_servers()
         except BaseException:
             self.stop()
             raise
         return self
 
+    def _start_servers(self) -> None:
+        self._start_namesrv()
+        for name in self.broker_names:
+            self._start_broker(name, MASTER_ID)
+            if self.slaves:
+                self._start_broker(name, SLAVE_ID)
+        self.wait_registered()
+
     def stop(self) -> None:
-        """Brokers first (they unregister from a name server that is still there), then everything else."""
-        stop_together([node.process for node in self.brokers.values()])
+        """Brokers (and proxies) first, so they unregister from a name server that is still there; then the rest."""
+        stop_together(self.first_to_stop())
         stop_together(self.processes())
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def first_to_stop(self) -> list[JavaProcess]:
+        return [node.process for node in self.brokers.values()]
 
     def stop_broker(self, name: str, broker_id: int = MASTER_ID) -> None:
         self.broker(name, broker_id).process.stop()

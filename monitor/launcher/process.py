@@ -82,7 +82,8 @@ class JavaProcess:
             "-XX:+UseSerialGC",
             "-XX:MaxDirectMemorySize=256m",
             "-XX:-UsePerfData",
-            f"-Duser.home={self.workdir}",
+            # 5.x logs through its own bundled logback into ~/logs/rocketmqlogs: one home per server keeps them apart.
+            f"-Duser.home={self.workdir / self.name}",
             "-Djava.net.preferIPv4Stack=true",
             *JAVA_OPENS,
             *self.jvm_options,

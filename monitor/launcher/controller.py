@@ -27,6 +27,7 @@ REPLICAS = 3
 DLEDGER_GROUP = "mqcloud-controller"
 CONTROLLER_BOOT = "boot success"
 PROXY_BOOT = "rocketmq-proxy startup successfully"
+SETTLE_SECONDS = 5.0  # how long the elected view must stay the same before the cluster counts as up
 
 
 class ControllerCluster(RealCluster):
@@ -135,21 +136,27 @@ class ControllerCluster(RealCluster):
         by_addr = {node.addr: node for node in self._replicas if node.process.alive()}
         deadline = time.monotonic() + timeout
         registered: dict[str, tuple[str, int]] = {}
+        settled_since = None
         with self.admin(timeout=3.0) as admin:
             while time.monotonic() < deadline:
                 try:
                     info = admin.examine_broker_cluster_info()
-                    registered = {
+                    seen = {
                         addr: (name, int(bid))
                         for name, data in info.broker_addr_table.items()
                         for bid, addr in data.broker_addrs.items()
                     }
                 except RemotingError:
-                    registered = {}
-                masters = {name for name, bid in registered.values() if bid == MASTER_ID}
-                if set(by_addr) <= set(registered) and masters >= set(self.broker_names):
+                    seen = {}
+                masters = {name for name, bid in seen.values() if bid == MASTER_ID}
+                complete = set(by_addr) <= set(seen) and masters >= set(self.broker_names)
+                # A first master can lose its lease on a loaded machine and be replaced: the view must hold still.
+                if not complete or seen != registered:
+                    settled_since = time.monotonic() if complete else None
+                registered = seen
+                if settled_since is not None and time.monotonic() - settled_since >= SETTLE_SECONDS:
                     break
-                time.sleep(0.2)
+                time.sleep(0.5)
             else:
                 raise LaunchError(f"replica groups not elected/registered after {timeout:.0f} s: saw {registered}")
         self.brokers = {}

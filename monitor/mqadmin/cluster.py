@@ -37,6 +37,15 @@ class BrokerRow:
     out_total_yest: int | None = None
     in_total_today: int | None = None
     out_total_today: int | None = None
+    # RocketMQ 5 only: the ack thread pool (POP consumption), the timer wheel of delayed messages, activation.
+    ack_thread_pool_queue_size: int | None = None
+    ack_thread_pool_queue_head_wait_time_mills: int | None = None
+    timer_read_behind: int | None = None
+    timer_offset_behind: int | None = None
+    timer_congest_num: int | None = None
+    timer_enqueue_tps: float | None = None
+    timer_dequeue_tps: float | None = None
+    activated: bool | None = None
     error: str | None = None
 
 
@@ -71,6 +80,14 @@ def _fill_runtime(admin: MQAdmin, row: BrokerRow) -> BrokerRow:
     row.out_total_yest = _difference(info.msg_get_total_today_morning, info.msg_get_total_yesterday_morning)
     row.in_total_today = _difference(info.msg_put_total_today_now, info.msg_put_total_today_morning)
     row.out_total_today = _difference(info.msg_get_total_today_now, info.msg_get_total_today_morning)
+    row.ack_thread_pool_queue_size = info.ack_thread_pool_queue_size
+    row.ack_thread_pool_queue_head_wait_time_mills = info.ack_thread_pool_queue_head_wait_time_mills
+    row.timer_read_behind = info.timer_read_behind
+    row.timer_offset_behind = info.timer_offset_behind
+    row.timer_congest_num = info.timer_congest_num
+    row.timer_enqueue_tps = info.timer_enqueue_tps
+    row.timer_dequeue_tps = info.timer_dequeue_tps
+    row.activated = info.broker_active
     return row
 
 
@@ -91,9 +108,28 @@ def cluster_list(admin: MQAdmin, args: argparse.Namespace) -> ClusterList:
     return result
 
 
-def _load(tps: float | None, queue: int | None, wait: int | None) -> str:
-    """mqadmin's ``%9.2f(queue size,head wait ms)`` cell."""
-    return "" if tps is None else f"{tps:.2f}({cell(queue)},{cell(wait)}ms)"
+def _load(tps: float | None, *pools: tuple[int | None, int | None]) -> str:
+    """mqadmin's ``%9.2f(queue size,head wait ms)`` cell; RocketMQ 5 adds the ack pool to the out cell after a
+    ``|``."""
+    queues = "|".join(f"{cell(queue)},{cell(wait)}ms" for queue, wait in pools)
+    return "" if tps is None else f"{tps:.2f}({queues})"
+
+
+def _out_load(r: BrokerRow) -> str:
+    pools = [(r.pull_thread_pool_queue_size, r.pull_thread_pool_queue_head_wait_time_mills)]
+    if r.ack_thread_pool_queue_size is not None:
+        pools.append((r.ack_thread_pool_queue_size, r.ack_thread_pool_queue_head_wait_time_mills))
+    return _load(r.out_tps, *pools)
+
+
+def _timer(r: BrokerRow) -> str:
+    """RocketMQ 5's ``read behind-offset behind(congested in 10,000s, enqueue TPS, dequeue TPS)``."""
+    if r.timer_read_behind is None:
+        return ""
+    return (
+        f"{r.timer_read_behind}-{cell(r.timer_offset_behind)}({(r.timer_congest_num or 0) / 10000:.1f}w, "
+        f"{r.timer_enqueue_tps or 0:.1f}, {r.timer_dequeue_tps or 0:.1f})"
+    )
 
 
 def render_cluster_list(result: ClusterList, args: argparse.Namespace) -> str:
@@ -104,23 +140,19 @@ def render_cluster_list(result: ClusterList, args: argparse.Namespace) -> str:
             for r in result.brokers
         ]
         return render_table(headers, rows)
+    # RocketMQ 5 brokers also report their timer wheel and whether they are active; those columns are added when
+    # any broker does.
+    five = any(r.activated is not None for r in result.brokers)
     headers = ["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)", "#OutTPS(LOAD)"]
-    headers += ["#PCWait(ms)", "#Hour", "#SPACE"]
-    rows = [
-        [
-            r.cluster,
-            r.broker_name,
-            r.broker_id,
-            r.addr,
-            r.version,
-            _load(r.in_tps, r.send_thread_pool_queue_size, r.send_thread_pool_queue_head_wait_time_mills),
-            _load(r.out_tps, r.pull_thread_pool_queue_size, r.pull_thread_pool_queue_head_wait_time_mills),
-            r.page_cache_lock_time_mills,
-            r.hours,
-            None if r.space is None else f"{r.space:.4f}",
-        ]
-        for r in result.brokers
-    ]
+    headers += [*(["#Timer(Progress)"] if five else []), "#PCWait(ms)", "#Hour", "#SPACE"]
+    headers += ["#ACTIVATED"] if five else []
+    rows = []
+    for r in result.brokers:
+        row = [r.cluster, r.broker_name, r.broker_id, r.addr, r.version]
+        row.append(_load(r.in_tps, (r.send_thread_pool_queue_size, r.send_thread_pool_queue_head_wait_time_mills)))
+        row += [_out_load(r), *([_timer(r)] if five else [])]
+        row += [r.page_cache_lock_time_mills, r.hours, None if r.space is None else f"{r.space:.4f}"]
+        rows.append([*row, *([cell(r.activated)] if five else [])])
     return render_table(headers, rows)
 
 

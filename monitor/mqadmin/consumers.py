@@ -38,6 +38,7 @@ class QueueProgress:
     diff: int
     last_timestamp: int
     client_ip: str | None = None  # with -s true: the client the queue is allocated to ("N/A" if none)
+    inflight: int | None = None  # RocketMQ 5: pulled but not yet committed (None from 4.x brokers)
 
 
 @dataclass
@@ -46,6 +47,7 @@ class GroupProgress:
     queues: list[QueueProgress]
     consume_tps: float
     diff_total: int
+    inflight_total: int | None = None
 
 
 def _queue_allocation(admin: MQAdmin, group: str) -> dict[b.MessageQueue, str]:
@@ -83,10 +85,13 @@ def group_progress(admin: MQAdmin, group: str, show_client_ip: bool) -> GroupPro
             offset.lag,
             offset.last_timestamp,
             None if allocation is None else allocation.get(mq, "N/A"),
+            offset.inflight,
         )
         for mq, offset in sorted(stats.offset_table.items())
     ]
-    return GroupProgress(group, queues, stats.consume_tps, sum(q.diff for q in queues))
+    inflights = [q.inflight for q in queues if q.inflight is not None]
+    inflight_total = sum(inflights) if inflights else None
+    return GroupProgress(group, queues, stats.consume_tps, sum(q.diff for q in queues), inflight_total)
 
 
 @dataclass
@@ -156,17 +161,20 @@ def render_consumer_progress(result: GroupProgress | list[GroupSummary], args: a
                 ]
             )
         return render_table(["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total"], rows)
+    five = result.inflight_total is not None  # a RocketMQ 5 broker: Inflight as mqadmin 5 shows it
     headers = ["#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset"]
     if args.show_client_ip:
         headers.append("#Client IP")
-    headers += ["#Diff", "#LastTime"]
+    headers += ["#Diff", *(["#Inflight"] if five else []), "#LastTime"]
     rows = []
     for q in result.queues:
         row = [q.topic, q.broker_name, q.queue_id, q.broker_offset, q.consumer_offset]
         if args.show_client_ip:
             row.append(q.client_ip)
-        rows.append([*row, q.diff, _last_time(q.last_timestamp)])
+        rows.append([*row, q.diff, *([q.inflight] if five else []), _last_time(q.last_timestamp)])
     summary = f"Consume TPS: {result.consume_tps:.2f}\nDiff Total: {result.diff_total}"
+    if five:
+        summary += f"\nInflight Total: {result.inflight_total}"
     return join_blocks(render_table(headers, rows), summary)
 
 

@@ -59,14 +59,29 @@ class ResetOffsetResult:
     method: str  # "broker": the brokers reset the online consumers; "offsets": committed offsets rewritten directly
     queues: list[QueueReset] = field(default_factory=list)
     fallback_reason: str | None = None
+    cplus: bool = False  # the brokers told the consumers in the C++ client's layout
+
+
+def _all_cplus(admin: MQAdmin, group: str) -> bool:
+    """Every online consumer of the group is a C++ client (none online: False)."""
+    try:
+        connections = admin.examine_consumer_connection_info(group).connection_set
+    except RemotingError:
+        return False
+    return bool(connections) and all(c.language == "CPP" for c in connections)
 
 
 def reset_offset_by_time(admin: MQAdmin, args: argparse.Namespace) -> ResetOffsetResult:
     """Ask the brokers to reset the group (they push the new offsets to its online consumers); when no consumer is
-    online (CONSUMER_NOT_ONLINE) rewrite the committed offsets directly instead, as mqadmin does."""
-    result = ResetOffsetResult(args.group, args.topic, args.force, args.timestamp, "broker")
+    online (CONSUMER_NOT_ONLINE) rewrite the committed offsets directly instead, as mqadmin does.
+
+    A C++ client cannot read the Java layout of the new offsets: it keeps its own and commits them again, so the
+    reset has no effect. mqadmin leaves it to the operator to say -c; here -c is also implied when every online
+    consumer of the group is a C++ client."""
+    cplus = args.cplus or _all_cplus(admin, args.group)
+    result = ResetOffsetResult(args.group, args.topic, args.force, args.timestamp, "broker", cplus=cplus)
     try:
-        table = admin.reset_offset_by_timestamp(args.topic, args.group, args.timestamp.millis, args.force)
+        table = admin.reset_offset_by_timestamp(args.topic, args.group, args.timestamp.millis, args.force, cplus=cplus)
     except RemotingError as exc:
         if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
             raise
@@ -128,6 +143,12 @@ def _reset_offset_args(parser: argparse.ArgumentParser) -> None:
         type=java_bool,
         default=True,
         help="also move offsets forward when the time lies ahead of the committed offset (true|false, default true)",
+    )
+    parser.add_argument(
+        "-c",
+        "--cplus",
+        action="store_true",
+        help="tell the consumers in the C++ client's layout (implied when every online consumer is a C++ client)",
     )
 
 

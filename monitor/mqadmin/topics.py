@@ -18,7 +18,7 @@ from monitor.mqadmin.common import (
     parallel_map,
     select_broker_addr,
 )
-from monitor.mqadmin.output import render_table
+from monitor.mqadmin.output import cell, join_blocks, render_table
 from monitor.remoting import body as b
 from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE, MQAdmin
 from monitor.remoting.errors import RemotingClientError, RemotingError
@@ -124,19 +124,28 @@ class QueueStatus:
     last_update_timestamp: int
 
 
-def topic_status(admin: MQAdmin, args: argparse.Namespace) -> list[QueueStatus]:
+@dataclass
+class TopicStatus:
+    queues: list[QueueStatus]
+    topic_put_tps: float | None  # RocketMQ 5 brokers report it; None from 4.x
+
+
+def topic_status(admin: MQAdmin, args: argparse.Namespace) -> TopicStatus:
     stats = admin.examine_topic_stats(args.topic)
-    return [
+    queues = [
         QueueStatus(mq.broker_name, mq.queue_id, off.min_offset, off.max_offset, off.last_update_timestamp)
         for mq, off in sorted(stats.offset_table.items())
     ]
+    return TopicStatus(queues, stats.topic_put_tps)
 
 
-def render_topic_status(result: list[QueueStatus], args: argparse.Namespace) -> str:
+def render_topic_status(result: TopicStatus, args: argparse.Namespace) -> str:
     rows = [
-        [q.broker_name, q.queue_id, q.min_offset, q.max_offset, human_millis(q.last_update_timestamp)] for q in result
+        [q.broker_name, q.queue_id, q.min_offset, q.max_offset, human_millis(q.last_update_timestamp)]
+        for q in result.queues
     ]
-    return render_table(["#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"], rows)
+    table = render_table(["#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"], rows)
+    return join_blocks(table, None if result.topic_put_tps is None else f"Topic Put TPS: {cell(result.topic_put_tps)}")
 
 
 def _topic_only_args(parser: argparse.ArgumentParser) -> None:

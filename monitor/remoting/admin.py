@@ -233,6 +233,8 @@ class AsyncMQAdmin:
         merged = b.TopicStatsTable()
         for table in results:
             merged.offset_table.update(table.offset_table)
+            if table.topic_put_tps is not None:  # RocketMQ 5: each master's put TPS of the topic
+                merged.topic_put_tps = (merged.topic_put_tps or 0.0) + table.topic_put_tps
         return merged
 
     async def query_topic_consume_by_who(self, broker_addr: str, topic: str) -> b.GroupList:
@@ -371,16 +373,22 @@ class AsyncMQAdmin:
         await self.call(broker_addr, self._command(RequestCode.UPDATE_CONSUMER_OFFSET, header))
 
     async def reset_offset_by_timestamp(
-        self, topic: str, group: str, timestamp: int, is_force: bool = True
+        self, topic: str, group: str, timestamp: int, is_force: bool = True, *, cplus: bool = False
     ) -> dict[b.MessageQueue, int]:
         """Ask each master to reset the group's offsets and notify its online consumers (INVOKE_BROKER_TO_RESET_OFFSET).
-        Raises RemotingError CONSUMER_NOT_ONLINE when no consumer is online; see reset_offset_by_timestamp_old."""
+        Raises RemotingError CONSUMER_NOT_ONLINE when no consumer is online; see reset_offset_by_timestamp_old.
+
+        The broker tells the clients in the layout the request's language asks for: ``cplus`` sends it as C++ (as
+        mqadmin's ``-c`` does), for C++ clients, which cannot read the Java layout and keep their old offsets."""
         route = await self.examine_topic_route_info(topic)
         header = h.ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=is_force)
         table: dict[b.MessageQueue, int] = {}
         for addr in (bd.master_addr for bd in route.broker_datas):
             if addr:
-                response = await self.call(addr, self._command(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header))
+                cmd = self._command(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header)
+                if cplus:
+                    cmd.language = "CPP"
+                response = await self.call(addr, cmd)
                 if response.body:
                     table.update(b.ResetOffsetBody.decode(response.body).offset_table)
         return table

@@ -473,7 +473,7 @@ def test_every_json_body_in_the_captures_is_covered_above():
 
 def test_unknown_properties_from_newer_brokers_are_ignored():
     raw = b'{"consumeTps":1.5,"newField":{"x":[1]},"offsetTable":{{"brokerName":"b","queueId":1,"topic":"t",'
-    raw += b'"extra":true}:{"brokerOffset":5,"consumerOffset":3,"lastTimestamp":9,"pullOffset":5}}}'
+    raw += b'"extra":true}:{"brokerOffset":5,"consumerOffset":3,"lastTimestamp":9,"futureOffset":5}}}'
 
     stats = ConsumeStats.decode(raw)
 

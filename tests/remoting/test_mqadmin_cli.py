@@ -217,6 +217,7 @@ def test_topic_route_table_and_json(cluster):
             "cluster": "DefaultCluster",
             "brokerName": "broker-a",
             "brokerAddrs": {"0": cluster.master_addr, "1": cluster.slave_addr},
+            "enableActingMaster": None,  # RocketMQ 5 only
         }
     ]
     assert route["queueDatas"][0] == {
@@ -360,7 +361,7 @@ def test_consumer_progress_of_a_group(cluster):
     progress = mqadmin_json(cluster, "consumerProgress", "-g", "cg_test")
     assert progress["queues"][0] == {
         "topic": "%RETRY%cg_test", "brokerName": "broker-a", "queueId": 0, "brokerOffset": 461, "consumerOffset": 461,
-        "diff": 0, "lastTimestamp": 1795308865274, "clientIp": None,
+        "diff": 0, "lastTimestamp": 1795308865274, "clientIp": None, "inflight": None,
     }  # fmt: skip
     assert progress["consumeTps"] == pytest.approx(27.683, abs=1e-3) and progress["diffTotal"] == 0
 
@@ -632,7 +633,7 @@ def test_json_writes_what_json_has_no_type_for():
         "offsets": [
             {
                 "key": {"topic": "TopicTest", "brokerName": "broker-a", "queueId": 3},
-                "value": {"brokerOffset": 5, "consumerOffset": 4, "lastTimestamp": 0},
+                "value": {"brokerOffset": 5, "consumerOffset": 4, "lastTimestamp": 0, "pullOffset": None},
             }
         ],
         "body": "AP8=",

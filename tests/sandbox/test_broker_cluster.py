@@ -20,7 +20,7 @@ from monitor.remoting.errors import RemotingConnectError, RemotingError
 from monitor.remoting.sync import run_sync
 from monitor.sandbox.broker._common import InnerMessage
 from monitor.sandbox.cluster import SandboxCluster
-from tests.fixtures import captured
+from tests.fixtures import captured, captured_request
 
 
 def call(addr: str, cmd: RemotingCommand, client: RemotingClient | None = None) -> RemotingCommand:
@@ -130,6 +130,25 @@ def test_stopped_brokers_leave_the_cluster_and_come_back_on_their_port_with_thei
     cluster.start_broker("broker-a", 0)
     assert master.store.max_offset("TopicTest", 0) == 1
     wait_for(lambda: slave.master_addr == master.addr and slave.store.max_offset("TopicTest", 0) == 1)
+
+
+def test_disk_use_is_a_whole_percentage_as_a_real_broker_reports_its_disk():
+    """UtilAll.getDiskPartitionSpaceUsedPercent rounds a disk's use up to a whole percent, so the monitor's disk
+    figures are hundredths; the sandbox's disk is its commit-log budget. A slave refusing a send names the same
+    figures as fractions (SendMessageProcessor.diskUtil's %5.2f of the ratio)."""
+    with SandboxCluster(slaves=True, slave_sync_interval=0.1, store_max_bytes=100_000) as sandbox:
+        master, slave = sandbox.broker("broker-a", 0), sandbox.broker("broker-a", 1)
+        with MQAdmin(sandbox.namesrv_addr, timeout=3.0) as admin:
+            admin.create_and_update_topic_config(master.addr, b.TopicConfig(topic_name="TopicTest", read_queue_nums=4))
+            put(master, "TopicTest", b"x" * 1000)  # 1.2 % of the budget once stored: 2 % rounded up
+            runtime = admin.fetch_broker_runtime_stats(master.addr).table
+            wait_for(lambda: "TopicTest" in admin.get_all_topic_config(slave.addr).topic_config_table)
+            wait_for(lambda: slave.store.commit_log_max_offset == master.store.commit_log_max_offset)
+        refused = call(slave.addr, captured_request("SEND_MESSAGE_cpp_client"))
+    disk = {key: value for key, value in runtime.items() if "DiskRatio" in key}
+    assert disk == dict.fromkeys(disk, "0.02") and len(disk) == 3
+    assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
+    assert "the broker's disk is full [CL:  0.02 CQ:  0.02 INDEX:  0.02]" in refused.remark
 
 
 def test_cluster_rejects_bad_sizes():

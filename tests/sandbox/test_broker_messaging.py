@@ -120,6 +120,9 @@ if "consume" in plan:
                 break
         time.sleep(0.02)
     time.sleep(spec.get("linger", 0.3))  # anything beyond the expected messages would be a duplicate
+    if spec.get("hold"):  # stay online, for the test to look at, until it closes our stdin
+        print("CONSUMED", flush=True)
+        sys.stdin.readline()
     consumer.shutdown()
     results["received"] = got
 
@@ -137,6 +140,7 @@ print("RESULT " + json.dumps(results), flush=True)
 def client_process(plan: dict, home: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-c", CLIENT, json.dumps(plan)],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -179,8 +179,13 @@ def _text(text: str) -> str:
     return text
 
 
-def _figure(key: str, parse: Callable[[str], Any]) -> Any:
-    return field(default=None, metadata={"key": key, "parse": parse})
+def _bool(text: str) -> bool | None:
+    return {"true": True, "false": False}.get(text.strip().lower())
+
+
+def _figure(key: str, parse: Callable[[str], Any], *aliases: str) -> Any:
+    """A figure read from the table's ``key``, or else from the first of ``aliases`` present (a later spelling)."""
+    return field(default=None, metadata={"keys": (key, *aliases), "parse": parse})
 
 
 _RUNTIME = re.compile(r"(\d+)\s*days?,\s*(\d+)\s*hours?,\s*(\d+)\s*minutes?,\s*(\d+)\s*seconds?")
@@ -191,7 +196,9 @@ class BrokerRuntimeInfo:
     """The figures an operator watches, read from GET_BROKER_RUNTIME_INFO's all-string table.
 
     Every figure is None when the broker did not send it or sent something that is not a number; the whole table
-    stays in ``table``. Rates are the first (last 10 seconds) of the broker's space-separated windows.
+    stays in ``table``. Rates are the first (last 10 seconds) of the broker's space-separated windows. RocketMQ 5
+    spells getTransferedTps getTransferredTps, drops brokerVersion and adds the broker's activation (brokerActive),
+    the ack thread pool (POP consumption) and the timer wheel of delayed messages.
     """
 
     table: dict[str, str] = field(default_factory=dict)
@@ -206,7 +213,7 @@ class BrokerRuntimeInfo:
     msg_put_total_yesterday_morning: int | None = _figure("msgPutTotalYesterdayMorning", _int)
     msg_get_total_yesterday_morning: int | None = _figure("msgGetTotalYesterdayMorning", _int)
     put_tps: float | None = _figure("putTps", _first_float)
-    get_transfered_tps: float | None = _figure("getTransferedTps", _first_float)
+    get_transfered_tps: float | None = _figure("getTransferedTps", _first_float, "getTransferredTps")
     get_found_tps: float | None = _figure("getFoundTps", _first_float)
     get_miss_tps: float | None = _figure("getMissTps", _first_float)
     get_total_tps: float | None = _figure("getTotalTps", _first_float)
@@ -235,13 +242,21 @@ class BrokerRuntimeInfo:
     pull_thread_pool_queue_head_wait_time_mills: int | None = _figure("pullThreadPoolQueueHeadWaitTimeMills", _int)
     query_thread_pool_queue_size: int | None = _figure("queryThreadPoolQueueSize", _int)
     query_thread_pool_queue_capacity: int | None = _figure("queryThreadPoolQueueCapacity", _int)
+    ack_thread_pool_queue_size: int | None = _figure("ackThreadPoolQueueSize", _int)
+    ack_thread_pool_queue_head_wait_time_mills: int | None = _figure("ackThreadPoolQueueHeadWaitTimeMills", _int)
+    broker_active: bool | None = _figure("brokerActive", _bool)
+    timer_read_behind: int | None = _figure("timerReadBehind", _int)
+    timer_offset_behind: int | None = _figure("timerOffsetBehind", _int)
+    timer_congest_num: int | None = _figure("timerCongestNum", _int)
+    timer_enqueue_tps: float | None = _figure("timerEnqueueTps", _float)
+    timer_dequeue_tps: float | None = _figure("timerDequeueTps", _float)
 
     @classmethod
     def from_kvtable(cls, kv: KVTable | Mapping[str, str]) -> Self:
         table = dict(kv.table if isinstance(kv, KVTable) else kv)
         figures = {}
         for spec in fields(cls):
-            raw = table.get(spec.metadata["key"]) if "key" in spec.metadata else None
+            raw = next((table[key] for key in spec.metadata.get("keys", ()) if key in table), None)
             if isinstance(raw, str):
                 figures[spec.name] = spec.metadata["parse"](raw)
         return cls(table=table, **figures)

@@ -14,6 +14,8 @@ from monitor.remoting.body._wire import WireBean, wire
 from monitor.remoting.body.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from monitor.remoting.body.route import MessageQueue
 
+_INT64_LIMIT = 1 << 63
+
 
 @dataclass
 class Connection(WireBean):
@@ -57,6 +59,14 @@ class ProcessQueueInfo(WireBean):
     dropped: bool = wire("droped", default=False)
     last_pull_timestamp: int = 0
     last_consume_timestamp: int = 0
+
+    def __post_init__(self) -> None:
+        # The C++ client writes its offsets unsigned: "no offset yet" (-1) arrives as 2**64 - 1, which a Java long
+        # cannot hold (RocketMQ 5's mqadmin fails on it); read as the signed 64-bit value it is.
+        for name in ("commit_offset", "cached_msg_min_offset", "cached_msg_max_offset"):
+            value = getattr(self, name)
+            if value >= _INT64_LIMIT:
+                setattr(self, name, value - 2 * _INT64_LIMIT)
 
 
 @dataclass

@@ -73,6 +73,7 @@ class BrokerData(WireBean):
     cluster: str = ""
     broker_name: str = ""
     broker_addrs: dict[int, str] = field(default_factory=dict)
+    enable_acting_master: bool | None = None  # RocketMQ 5: a slave may act as master while none is up
 
     @property
     def master_addr(self) -> str | None:

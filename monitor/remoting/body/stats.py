@@ -18,11 +18,18 @@ class OffsetWrapper(WireBean):
     broker_offset: int = 0
     consumer_offset: int = 0
     last_timestamp: int = 0
+    pull_offset: int | None = None  # RocketMQ 5: where the group's pulls have got to (None from 4.x brokers)
 
     @property
     def lag(self) -> int:
         """Messages not yet consumed in this queue (``brokerOffset - consumerOffset``, as mqadmin's Diff)."""
         return self.broker_offset - self.consumer_offset
+
+    @property
+    def inflight(self) -> int | None:
+        """Messages pulled but not yet committed (``pullOffset - consumerOffset``, mqadmin 5's Inflight); None when
+        the broker does not report pull offsets."""
+        return None if self.pull_offset is None else self.pull_offset - self.consumer_offset
 
 
 @dataclass
@@ -47,9 +54,10 @@ class TopicOffset(WireBean):
 
 @dataclass
 class TopicStatsTable(WireBean):
-    """GET_TOPIC_STATS_INFO answer: min/max offset of every queue of a topic."""
+    """GET_TOPIC_STATS_INFO answer: min/max offset of every queue of a topic, and (RocketMQ 5) the topic's put TPS."""
 
     offset_table: dict[MessageQueue, TopicOffset] = field(default_factory=dict)
+    topic_put_tps: float | None = None
 
 
 @dataclass

@@ -449,8 +449,10 @@ class Broker(RemotingServer):
             self.schedule.wake()
 
     def disk_ratio(self) -> float:
-        """The share of ``store_max_bytes`` the commit log holds: the sandbox's disk usage."""
-        return (self.store.commit_log_max_offset - self.store.commit_log_min_offset) / self.store_max_bytes
+        """The share of ``store_max_bytes`` the commit log holds, the sandbox's disk usage, in the form
+        UtilAll.getDiskPartitionSpaceUsedPercent gives a disk's: whole percent, rounded up, as a fraction."""
+        used = self.store.commit_log_max_offset - self.store.commit_log_min_offset
+        return -(-used * 100 // self.store_max_bytes) / 100
 
     def runtime_info(self) -> dict[str, str]:
         """The GET_BROKER_RUNTIME_INFO table in the order its Java HashMap is filled. The sandbox's "disk" is its

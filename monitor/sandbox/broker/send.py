@@ -310,7 +310,7 @@ class SendProcessor:
 
     def _put_failure(self, exc: PutMessageError) -> tuple[int, str]:
         if exc.status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
-            ratio = self.broker.disk_ratio() * 100
+            ratio = self.broker.disk_ratio()  # SendMessageProcessor.diskUtil prints the fraction
             return ResponseCode.SERVICE_NOT_AVAILABLE, (
                 "service not available now. It may be caused by one of the following reasons: the broker's disk is "
                 f"full [CL: {ratio:5.2f} CQ: {ratio:5.2f} INDEX: {ratio:5.2f}], messages are put to the slave, "

@@ -142,7 +142,8 @@ class TopicConfigManager:
     """Topics this broker serves, starting with the system topics a 4.9.4 broker creates at boot.
 
     RMQ_SYS_TRANS_HALF_TOPIC is among them: a real broker's transaction check service creates it within its first
-    minute, and every captured table already has it."""
+    minute, and every captured table already has it. That creation is a change (createTopicInSendMessageBackMethod
+    steps the version), so the table starts at version 1, as a real broker's does once it is a minute old."""
 
     def __init__(self, config: BrokerConfig):
         self.config = config
@@ -164,6 +165,7 @@ class TopicConfigManager:
             self._add_system(config["msgTraceTopicName"], 1)
         self._add_system(f"{cluster}_{REPLY_TOPIC_POSTFIX}", 1)
         self._add_system(TRANS_HALF_TOPIC, 1)
+        next_version(self.data_version)
         self.system_topics = _STATIC_SYSTEM_TOPICS | frozenset(self.table)
 
     def _add_system(self, topic: str, queue_nums: int, perm: int = _READ_WRITE) -> None:

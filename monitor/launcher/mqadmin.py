@@ -2,7 +2,8 @@
 
 It reads ``ROCKETMQ_HOME/conf`` for its logging and, on ACL clusters, for the credentials it signs with
 (tools.yml); :func:`run` returns what it printed. mqadmin exits 0 even when a subcommand fails (it prints the
-exception), so callers judge the output, as an operator reading the terminal would.
+exception), so callers judge the output, as an operator reading the terminal would. It runs in
+``ROCKETMQ_HOME/mqadmin``, where the files some subcommands write land.
 """
 
 from __future__ import annotations
@@ -44,5 +45,9 @@ def run(rel: Release, home: Path, args: list[str], *, timeout: float = 120.0) ->
         *args,
     ]
     env = {**os.environ, "ROCKETMQ_HOME": str(home)}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    # consumerStatus writes each client's running info into ./<timestamp>/<clientId>: keep that out of the caller's
+    # folder (the repository, when a test runs it).
+    cwd = home / "mqadmin"
+    cwd.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
     return Result(tuple(args), done.returncode, done.stdout, done.stderr)

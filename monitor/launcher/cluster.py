@@ -168,6 +168,9 @@ class RealCluster:
     # --- servers ---------------------------------------------------------------------------------------------------
 
     def _java(self, name: str, main: str, args: list[str], heap_mb: int | None = None) -> JavaProcess:
+        # 5.x bundles one logback file per role in its jars; without naming it, every role picks the first one on
+        # the classpath (the proxy's) and logs into the proxy's files.
+        role = main.rsplit(".", 1)[-1].removesuffix("Startup").lower()
         return JavaProcess(
             name,
             main,
@@ -176,6 +179,7 @@ class RealCluster:
             workdir=self.workdir,
             heap_mb=heap_mb or self.heap_mb,
             env={"ROCKETMQ_HOME": str(self.home)},
+            jvm_options=[f"-Drmq.logback.configurationFile=rmq.{role}.logback.xml"],
         )
 
     def _start_namesrv(self) -> None:

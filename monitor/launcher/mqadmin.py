@@ -17,6 +17,9 @@ from monitor.launcher.process import JAVA_OPENS
 from monitor.launcher.releases import Release, resolve
 
 MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
+# mqadmin waits 5 s for each answer (its own -t where a subcommand has one); on a loaded machine a server can be
+# slower than that, so a run that timed out is tried again (what an operator would do), at most this often.
+TIMEOUT_RETRIES = 2
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ def run(rel: Release, home: Path, args: list[str], *, timeout: float = 120.0) ->
         "-XX:-UsePerfData",
         f"-Duser.home={home}",
         f"-Drocketmq.client.logRoot={home / 'logs'}",
+        "-Drmq.logback.configurationFile=rmq.tools.logback.xml",
         *JAVA_OPENS,
         "-cp",
         rel.classpath,
@@ -49,5 +53,8 @@ def run(rel: Release, home: Path, args: list[str], *, timeout: float = 120.0) ->
     # folder (the repository, when a test runs it).
     cwd = home / "mqadmin"
     cwd.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+    for attempt in range(1 + TIMEOUT_RETRIES):
+        done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+        if "RemotingTimeoutException" not in done.stderr or attempt == TIMEOUT_RETRIES:
+            break
     return Result(tuple(args), done.returncode, done.stdout, done.stderr)

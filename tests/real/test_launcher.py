@@ -82,6 +82,7 @@ def test_stop_ends_every_jvm_of_the_cluster(tmp_path):
     assert (tmp_path / "namesrv.log").exists() and (tmp_path / "broker-a-0.log").exists(), "logs stay for the test"
 
 
+@pytest.mark.timeout(900)  # seven JVMs; a loaded 2-core machine needs minutes where an idle one needs 30 s
 def test_rocketmq5_controller_mode_elects_one_master_among_three_replicas_and_the_proxy_serves_routes(tmp_path):
     """A standalone controller, three replicas of broker-a and a proxy in cluster mode: the name server lists one
     master (id 0) and two slaves; the real mqadmin sees the same; the proxy answers remoting route requests with

@@ -32,6 +32,7 @@ class Child:
     name: str
     process: subprocess.Popen
     log_path: Path
+    stop_timeout: float
 
     @property
     def pid(self) -> int:
@@ -54,7 +55,10 @@ class Supervisor:
         self.children: list[Child] = []
         log_dir.mkdir(parents=True, exist_ok=True)
 
-    def start(self, name: str, argv: list[str], *, env: dict[str, str] | None = None) -> Child:
+    def start(
+        self, name: str, argv: list[str], *, env: dict[str, str] | None = None, stop_timeout: float | None = None
+    ) -> Child:
+        """``stop_timeout``: how long this child may take to stop on SIGTERM (default: the supervisor's)."""
         log_path = self.log_dir / f"{name}.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
@@ -66,7 +70,7 @@ class Supervisor:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,  # one system call, no Python state touched
             )
-        child = Child(name, process, log_path)
+        child = Child(name, process, log_path, stop_timeout or self.stop_timeout)
         self.children.append(child)
         return child
 
@@ -89,12 +93,12 @@ class Supervisor:
             started = time.monotonic()
             process.send_signal(signal.SIGTERM)
             try:
-                process.wait(self.stop_timeout)
+                process.wait(child.stop_timeout)
                 outcome = f"stopped in {time.monotonic() - started:.1f}s"
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-                outcome = f"killed after {self.stop_timeout:g}s"
+                outcome = f"killed after {child.stop_timeout:g}s"
         else:
             descendants, outcome = [], f"had already exited with code {process.returncode}"
         # What the child left behind: its process group, and descendants that started sessions of their own.

@@ -52,6 +52,8 @@ DEFAULT_REDIS_PORT = 6390
 DEFAULT_NAMESRV_PORT = 9876
 
 # DEMO_CLUSTER -> (registry name, what it is, the command that runs it with the demo traffic, start deadline).
+# A real cluster's brokers flush and unregister on SIGTERM: they get REAL_STOP_SECONDS before being killed.
+REAL_STOP_SECONDS = 90.0
 DEMO_CLUSTERS = {
     "sandbox": ("sandbox", "the sandbox cluster", ["sandbox", "--brokers", "2", "--slaves"], 60.0),
     "real": (
@@ -130,7 +132,7 @@ class Command(BaseCommand):
         rocketmq = self._start("rocketmq" if kind != "sandbox" else "sandbox", [
             *manage, *cluster_command, "--skip-checks", "--traffic", "demo",
             "--namesrv-port", str(namesrv_port), "--traffic-dir", str(demo_dir / "traffic"),
-        ], {**env, **reporting})  # fmt: skip
+        ], {**env, **reporting}, None if kind == "sandbox" else REAL_STOP_SECONDS)  # fmt: skip
         self._wait("Redis", lambda: _redis_answers(redis_url))
         # While the cluster starts: the schema and the static files, then the processes that need them.
         self._say("applying migrations, starting the Celery worker and beat and the web server")
@@ -250,10 +252,10 @@ class Command(BaseCommand):
 
     # --- children ------------------------------------------------------------------------------------------------
 
-    def _start(self, name: str, argv: list[str], env: dict[str, str]) -> Child:
+    def _start(self, name: str, argv: list[str], env: dict[str, str], stop_timeout: float | None = None) -> Child:
         self._check_children()
         try:
-            return self.supervisor.start(name, argv, env=env)
+            return self.supervisor.start(name, argv, env=env, stop_timeout=stop_timeout)
         except OSError as exc:
             raise CommandError(f"cannot start {name} ({argv[0]}): {exc}") from None
 

@@ -72,7 +72,7 @@ def _fill_runtime(admin: MQAdmin, row: BrokerRow) -> BrokerRow:
     row.pull_thread_pool_queue_size = info.pull_thread_pool_queue_size
     row.pull_thread_pool_queue_head_wait_time_mills = info.pull_thread_pool_queue_head_wait_time_mills
     row.page_cache_lock_time_mills = info.page_cache_lock_time_mills
-    # earliestMessageTimeStamp is -1 while the store is empty; mqadmin would print ~470000 hours for that.
+    # earliestMessageTimeStamp is -1 until a 4.9.4 commit log holds 8 MB; mqadmin prints ~500000 hours for that.
     if info.earliest_message_timestamp is not None and info.earliest_message_timestamp > 0:
         row.hours = (time.time() * 1000 - info.earliest_message_timestamp) / 3_600_000
     row.space = info.commit_log_disk_ratio

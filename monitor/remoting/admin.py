@@ -266,7 +266,11 @@ class AsyncMQAdmin:
         await self.call(broker_addr, cmd)
 
     async def delete_subscription_group(self, broker_addr: str, group: str, remove_offset: bool = False) -> None:
-        header = h.DeleteSubscriptionGroupRequestHeader(group_name=group, remove_offset=remove_offset)
+        """Delete the group's config on one broker, with ``remove_offset`` its committed offsets too (asked under
+        both names: 4.x reads removeOffset, 5.x cleanOffset)."""
+        header = h.DeleteSubscriptionGroupRequestHeader(
+            group_name=group, remove_offset=remove_offset, clean_offset=remove_offset or None
+        )
         await self.call(broker_addr, self._command(RequestCode.DELETE_SUBSCRIPTIONGROUP, header))
 
     async def get_all_subscription_group(self, broker_addr: str) -> b.SubscriptionGroupWrapper:

@@ -182,6 +182,7 @@ class DeleteTopicRequestHeader(CommandHeader):
 class DeleteSubscriptionGroupRequestHeader(CommandHeader):
     group_name: str = wire(required=True)
     remove_offset: bool = wire(default=False)
+    clean_offset: bool | None = wire()  # RocketMQ 5's name for removeOffset
 
 
 @header

@@ -12,7 +12,7 @@ import pytest
 
 from monitor.remoting import body as b
 from monitor.remoting.acl import AclCredentials
-from monitor.remoting.admin import MQAdmin
+from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE, MQAdmin
 from monitor.remoting.client import RemotingClient
 from monitor.remoting.codes import RequestCode, ResponseCode
 from monitor.remoting.command import RemotingCommand, decode_frame, encode_frame, next_opaque
@@ -130,6 +130,22 @@ def test_stopped_brokers_leave_the_cluster_and_come_back_on_their_port_with_thei
     cluster.start_broker("broker-a", 0)
     assert master.store.max_offset("TopicTest", 0) == 1
     wait_for(lambda: slave.master_addr == master.addr and slave.store.max_offset("TopicTest", 0) == 1)
+
+
+def test_order_config_in_the_name_server_marks_topics_ordered_at_registration(cluster, admin):
+    """A 4.9.4 broker learns which topics are ordered from the ORDER_TOPIC_CONFIG table the name server answers
+    its registrations with (updateOrderTopicConfig): a topic created once its entry exists is ordered at once, one
+    whose entry is gone stops being so at the next periodic registration, each a new version of the table."""
+    master = cluster.broker("broker-a")
+    admin.put_kv_config(ORDER_TOPIC_NAMESPACE, "TopicOrdered", "broker-a:4;broker-b:4")
+    admin.create_and_update_topic_config(master.addr, b.TopicConfig(topic_name="TopicOrdered", read_queue_nums=4))
+    created = admin.get_all_topic_config(master.addr)
+    assert created.topic_config_table["TopicOrdered"].order
+    admin.delete_kv_config(ORDER_TOPIC_NAMESPACE, "TopicOrdered")
+    master.run(master.register_broker_all())  # what the 30 s period sends
+    after = admin.get_all_topic_config(master.addr)
+    assert not after.topic_config_table["TopicOrdered"].order
+    assert after.data_version.counter == created.data_version.counter + 1
 
 
 def test_disk_use_is_a_whole_percentage_as_a_real_broker_reports_its_disk():

@@ -234,7 +234,9 @@ def test_running_info_of_the_real_cpp_consumer(cluster, broker, admin, tmp_path)
         {"namesrv": cluster.namesrv_addr, "consume": {"group": "cg_info", "topic": "TopicTest", "expect": 1}}, tmp_path
     )
     try:
-        wait_for(lambda: broker.consumers.get("cg_info") is not None)
+        # Asked before its first rebalance, the C++ client answers with a malformed empty mqTable ('"mqTable":}'):
+        # wait until it pulls, which it does once it has queues.
+        wait_for(lambda: any(broker.pull.hold_service.held("TopicTest", queue_id) for queue_id in range(8)))
         (client_id,) = broker.consumers.get("cg_info").client_ids()
         info = admin.get_consumer_running_info("cg_info", client_id, broker_addr=broker.addr)
         assert {sub.topic for sub in info.subscription_set} == {"TopicTest", "%RETRY%cg_info"}

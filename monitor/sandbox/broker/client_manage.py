@@ -59,7 +59,7 @@ class ClientManageProcessor:
                     retry_topic(data.group_name), group.retry_queue_nums, _READ_WRITE, sys_flag
                 )
                 if created:
-                    await broker.register_broker_all()
+                    await broker.register_broker_all(check_order_config=False)
             broker.consumers.register(channel, data, notify)
         for data in heartbeat.producer_data_set:
             broker.producers.register(data.group_name, channel)

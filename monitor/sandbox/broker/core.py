@@ -38,6 +38,7 @@ from monitor.remoting.acl import AclCredentials, verify_signature
 from monitor.remoting.body import (
     ConsumerOffsetSerializeWrapper,
     DelayOffsetSerializeWrapper,
+    KVTable,
     PermName,
     RegisterBrokerBody,
     SubscriptionGroupWrapper,
@@ -104,6 +105,7 @@ class _Registration:
     sent: asyncio.Future[None]
     full: bool = False
     topics: dict[str, TopicConfig] = field(default_factory=dict)
+    check_order_config: bool = False
 
 
 class Broker(RemotingServer):
@@ -259,18 +261,23 @@ class Broker(RemotingServer):
         ext = header.to_ext_fields() if header is not None else None
         return RemotingCommand.request(code, ext, body, language="JAVA")
 
-    async def register_broker_all(self) -> None:
-        """registerBrokerAll: the whole topic table to every name server."""
-        await self._join_registration(full=True)
+    async def register_broker_all(self, check_order_config: bool = True) -> None:
+        """registerBrokerAll: the whole topic table to every name server. With ``check_order_config`` (at start,
+        periodically, after a permission change; not after a topic made by a send or a consumer's retry topic)
+        the ORDER_TOPIC_CONFIG entries in the answer then mark which topics are ordered."""
+        await self._join_registration(full=True, check_order_config=check_order_config)
 
     async def register_topic(self, config: TopicConfig) -> None:
-        """registerIncrementBrokerData: one changed topic, with the table's current version."""
+        """registerIncrementBrokerData: one changed topic, with the table's current version (and, like every
+        registration it makes, the order config applied from the answer)."""
         permission = int(self.config["brokerPermission"])
         if not (PermName.is_writeable(permission) and PermName.is_readable(permission)):
             config = replace(config, perm=permission)
-        await self._join_registration(topic=config)
+        await self._join_registration(topic=config, check_order_config=True)
 
-    async def _join_registration(self, *, full: bool = False, topic: TopicConfig | None = None) -> None:
+    async def _join_registration(
+        self, *, full: bool = False, topic: TopicConfig | None = None, check_order_config: bool
+    ) -> None:
         """Add the whole table or one topic to the next registration and wait until it has been sent."""
         pending = self._next_registration
         if pending is None:
@@ -280,6 +287,7 @@ class Broker(RemotingServer):
             pending.full = True
         else:
             pending.topics[topic.topic_name] = topic
+        pending.check_order_config |= check_order_config
         await asyncio.shield(pending.sent)
 
     async def _send_registration(self, pending: _Registration) -> None:
@@ -296,7 +304,7 @@ class Broker(RemotingServer):
                         topic_config_table=pending.topics, data_version=replace(self.topics.data_version)
                     )
                     body = RegisterBrokerBody(topic_config_serialize_wrapper=wrapper, filter_server_list=[]).encode()
-                await self._register(body)
+                await self._register(body, pending.check_order_config)
         except asyncio.CancelledError:  # the broker is stopping
             if self._next_registration is pending:
                 self._next_registration = None
@@ -307,8 +315,10 @@ class Broker(RemotingServer):
         else:
             pending.sent.set_result(None)
 
-    async def _register(self, body: bytes) -> None:
-        """REGISTER_BROKER with ``body`` to every name server (the caller holds the registration lock)."""
+    async def _register(self, body: bytes, check_order_config: bool) -> None:
+        """REGISTER_BROKER with ``body`` to every name server (the caller holds the registration lock); a slave
+        learns its master from the answers, and with ``check_order_config`` the first answer's ORDER_TOPIC_CONFIG
+        table (doRegisterBrokerAll's updateOrderTopicConfig; no table at all changes nothing)."""
         header = h.RegisterBrokerRequestHeader(
             broker_name=self.broker_name,
             broker_addr=self.addr,
@@ -325,15 +335,20 @@ class Broker(RemotingServer):
             ),
             return_exceptions=True,
         )
+        accepted = []
         for addr, answer in zip(self.namesrv_addrs, answers, strict=True):
             if isinstance(answer, BaseException):
                 log.warning("%s: registering with name server %s failed: %s", self.name, addr, answer)
             elif answer.code != ResponseCode.SUCCESS:
                 log.warning("%s: name server %s refused the registration: %s", self.name, addr, answer.remark)
-            elif self.is_slave:
-                result = h.RegisterBrokerResponseHeader.from_ext_fields(answer.ext_fields)
-                if result.master_addr:
-                    self.master_addr = result.master_addr
+            else:
+                accepted.append(answer)
+                if self.is_slave:
+                    result = h.RegisterBrokerResponseHeader.from_ext_fields(answer.ext_fields)
+                    if result.master_addr:
+                        self.master_addr = result.master_addr
+        if check_order_config and accepted and accepted[0].body:
+            self.topics.update_order_config(KVTable.decode(accepted[0].body).table)
 
     async def _unregister_broker_all(self) -> None:
         header = h.UnRegisterBrokerRequestHeader(

@@ -147,7 +147,7 @@ class SendProcessor:
                 config, _ = broker.topics.create_in_send_back(topic, 1, _READ_WRITE, sys_flag)
             if config is None:
                 return None, (ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{FAQ}")
-            await broker.register_broker_all()
+            await broker.register_broker_all(check_order_config=False)
         if header.queue_id >= max(config.write_queue_nums, config.read_queue_nums):
             remark = (
                 f"request queueId[{header.queue_id}] is illegal, {topic_config_text(config)} "
@@ -176,7 +176,7 @@ class SendProcessor:
         dlq = dlq_topic(group_name)
         _, created = self.broker.topics.create_in_send_back(dlq, _DLQ_NUMS_PER_GROUP, _READ_WRITE, 0)
         if created:
-            await self.broker.register_broker_all()
+            await self.broker.register_broker_all(check_order_config=False)
         return dlq, None
 
     def _inner(
@@ -261,7 +261,7 @@ class SendProcessor:
         sys_flag = _UNIT_SUB_FLAG if header.unit_mode else 0
         config, created = broker.topics.create_in_send_back(topic, group.retry_queue_nums, _READ_WRITE, sys_flag)
         if created:
-            await broker.register_broker_all()
+            await broker.register_broker_all(check_order_config=False)
         if not config.writeable:
             return cmd.make_response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
         record = broker.store.view_by_offset(header.offset)
@@ -279,7 +279,7 @@ class SendProcessor:
             topic, queue_id = dlq_topic(header.group), _random_queue(_DLQ_NUMS_PER_GROUP)
             _, created = broker.topics.create_in_send_back(topic, _DLQ_NUMS_PER_GROUP, _READ_WRITE, 0)
             if created:
-                await broker.register_broker_all()
+                await broker.register_broker_all(check_order_config=False)
             properties[DELAY] = "0"
         else:
             properties[DELAY] = str(delay_level or 3 + original.reconsume_times)

@@ -16,7 +16,7 @@ in place, only replaced, so a shallow copy of a table is a snapshot a worker thr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 
 from monitor.remoting.body import (
@@ -248,6 +248,19 @@ class TopicConfigManager:
         self.table[topic] = created
         self._changed()
         return created, True
+
+    def update_order_config(self, order_topics: Collection[str]) -> bool:
+        """updateOrderTopicConfig, with the ORDER_TOPIC_CONFIG keys a name server answered a registration with:
+        those topics become ordered and every other stops being so; any change is a new version. Says whether
+        anything changed."""
+        changed = False
+        for name, config in self.table.items():
+            if config.order != (name in order_topics):
+                self.table[name] = replace(config, order=name in order_topics)
+                changed = True
+        if changed:
+            self._changed()
+        return changed
 
     async def register_body(self) -> bytes:
         """The registerBrokerAll body (RegisterBrokerBody, no filter servers) of the whole table."""

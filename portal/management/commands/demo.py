@@ -60,13 +60,13 @@ DEMO_CLUSTERS = {
         "rocketmq-4.9.4",
         "Apache RocketMQ 4.9.4",
         ["rocketmq", "--release", "4", "--brokers", "2", "--slaves"],
-        300.0,
+        600.0,
     ),
     "real5": (
         "rocketmq-5",
         "Apache RocketMQ 5 (controller mode, proxy)",
         ["rocketmq", "--release", "5", "--brokers", "1", "--controller", "embedded", "--proxy"],
-        300.0,
+        600.0,
     ),
 }
 TEAM_NAME = "demo-team"

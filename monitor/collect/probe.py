@@ -32,8 +32,6 @@ logger = logging.getLogger(__name__)
 MASTER_ID = 0
 SLAVE_ROLE = "SLAVE"
 RETRY_PAUSE = 0.2
-# The rate of messages served to pulls: 4.x names it getTransferedTps, 5.x getTransferredTps.
-GET_TPS_5X = "getTransferredTps"
 
 
 @dataclass
@@ -165,7 +163,7 @@ def _broker_row(
     row.role = role or (SLAVE_ROLE if broker_id != MASTER_ID else "")
     row.runtime_seconds = info.runtime_seconds
     row.put_tps = info.put_tps
-    row.get_tps = _get_tps(info)
+    row.get_tps = info.get_transfered_tps
     row.msg_put_total_today = info.msg_put_total_today_now
     row.msg_get_total_today = info.msg_get_total_today_now
     row.commit_log_disk_ratio = info.commit_log_disk_ratio
@@ -176,12 +174,3 @@ def _broker_row(
     row.send_queue_size = info.send_thread_pool_queue_size
     row.pull_queue_size = info.pull_thread_pool_queue_size
     return row
-
-
-def _get_tps(info: b.BrokerRuntimeInfo) -> float | None:
-    if info.get_transfered_tps is not None:
-        return info.get_transfered_tps
-    spelled_5x = info.table.get(GET_TPS_5X)
-    if spelled_5x is None:
-        return None
-    return b.BrokerRuntimeInfo.from_kvtable({"getTransferedTps": spelled_5x}).get_transfered_tps

@@ -51,7 +51,9 @@ class GroupProgress:
 
 
 def _queue_allocation(admin: MQAdmin, group: str) -> dict[b.MessageQueue, str]:
-    """Which client (by IP) holds each queue, from every client's running info; best effort, as in mqadmin."""
+    """Which client (by IP) holds each queue, from every client's running info; best effort, as in mqadmin: a
+    client that does not answer, or answers what cannot be read (the C++ client writes ``"mqTable":}`` while it
+    rebuilds its queues after a reset), holds nothing."""
     try:
         connections = admin.examine_consumer_connection_info(group).connection_set
     except RemotingError:
@@ -60,7 +62,7 @@ def _queue_allocation(admin: MQAdmin, group: str) -> dict[b.MessageQueue, str]:
     for conn in connections:
         try:
             info = admin.get_consumer_running_info(group, conn.client_id)
-        except RemotingError:
+        except RemotingClientError:
             continue
         for mq in info.mq_table:
             allocation[mq] = conn.client_id.split("@")[0]

@@ -306,8 +306,15 @@ class AsyncMQAdmin:
 
     # --- consumers -------------------------------------------------------------------------------------------------
 
-    async def _group_broker_addrs(self, group: str) -> list[str]:
-        route = await self.examine_topic_route_info(retry_topic(group))
+    async def _group_broker_addrs(self, group: str, topic: str | None = None) -> list[str]:
+        """The masters serving the group's retry topic; with ``topic``, those serving the topic when the group has
+        no retry topic (a group that never had a push consumer), as RocketMQ 5's admin does."""
+        try:
+            route = await self.examine_topic_route_info(retry_topic(group))
+        except RemotingError as exc:
+            if topic is None or exc.code != ResponseCode.TOPIC_NOT_EXIST:
+                raise
+            route = await self.examine_topic_route_info(topic)
         return [addr for addr in (bd.master_addr for bd in route.broker_datas) if addr]
 
     async def get_consume_stats(self, broker_addr: str, group: str, topic: str | None = None) -> b.ConsumeStats:
@@ -316,9 +323,10 @@ class AsyncMQAdmin:
         return b.ConsumeStats.decode(response.body)
 
     async def examine_consume_stats(self, group: str, topic: str | None = None) -> b.ConsumeStats:
-        """Consume stats of a group from every master serving its retry topic, merged (what consumerProgress
-        shows). Consume TPS read from masters alone misses reads served by slaves; the collectors add those."""
-        addrs = await self._group_broker_addrs(group)
+        """Consume stats of a group from every master serving its retry topic (or ``topic``), merged (what
+        consumerProgress shows). Consume TPS read from masters alone misses reads served by slaves; the collectors add
+        those."""
+        addrs = await self._group_broker_addrs(group, topic)
         parts = await asyncio.gather(*(self.get_consume_stats(addr, group, topic) for addr in addrs))
         merged = b.ConsumeStats()
         for part in parts:

@@ -6,15 +6,18 @@ failed halfway is simply run again:
 - a topic is created (or updated: ``UPDATE_AND_CREATE_TOPIC`` is an upsert) on every master, read and write queue
   counts equal, permission read+write; an ordered topic also gets its ``ORDER_TOPIC_CONFIG`` entry
   (``brokerName:queueNums;...``) on every name server, as ``updateTopic -c ... -o true`` does, because that is what
-  makes a topic ordered (the broker ignores the request's order flag and takes it from the name server);
+  makes a topic ordered (a 4.9.4 broker ignores the request's order flag and takes it from the name server at its
+  next registration; 5.x also takes it from the request, which carries it too). Routes carry the layout to clients
+  only where the name servers run with ``orderMessageEnable=true`` (off by default);
 - a topic is deleted on every master and then on every name server, the order ``deleteTopic -c`` uses, so that a
   master's periodic registration cannot put the route back;
 - a subscription group is created on every master; deleting one deletes it (with its consumer offsets) on every
   master and then its ``%RETRY%`` and ``%DLQ%`` topics, as ``deleteSubGroup -c`` does.
 
 Slaves are never written to: a 4.9.4 slave refuses every topic and group change ("Can't modify topic or
-subscription group from slave broker") and copies its master's tables instead (SlaveSynchronize), so a change on
-the masters reaches the slaves by itself. (mqadmin's deleteTopic does send to slaves, and so fails on them.)
+subscription group from slave broker") and copies its master's tables instead (SlaveSynchronize: every 10 s on
+4.9.4, every minute on 5.x), so a change on the masters reaches the slaves by itself. (mqadmin's deleteTopic does
+send to slaves, and so fails on them.)
 
 "Every master" is what the name server lists, plus a check against the brokers the portal discovered: a master
 the registry knows but the name server no longer lists is down (a name server forgets a broker whose connection

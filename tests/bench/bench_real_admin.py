@@ -13,15 +13,17 @@ calls read exists and holds something. The mix is what a collection asks, in the
 of the group's retry topic, then GET_CONSUME_STATS), and once a round ``fetchBrokerRuntimeStats``. A "request" is
 one such call, decoded by the client that made it (the two examine calls are two round trips each).
 
-The Java side is tests/bench/java/AdminBench.java, compiled by javac against the release's jars into
-var/bench/java/ (once per source and release) and run as one JVM for the whole benchmark, driven on stdin; it
-reads the mix from a file this module writes, so both sides make the same calls in the same order. Both sides use
-the same model: REQUESTS calls of the mix, at most CONCURRENCY in flight, each worker taking the next call when its
-last one answered: CONCURRENCY threads over one DefaultMQAdminExt (its API is synchronous), CONCURRENCY coroutines
-over one AsyncMQAdmin (one connection per address). CONCURRENCY is the collector's own bound per broker
-(COLLECT_CONCURRENCY_PER_BROKER). Each side is first warmed up (the JVM's JIT compiles the hot paths; the Python
-side opens its connections) in rounds until its rate settles; REQUESTS is then sized from the warmed-up rates to
-take about TARGET_SECONDS on the slower side, in whole rounds of the mix.
+Each side is a process of its own in a session of its own, started once for the whole benchmark and driven on
+stdin with the same protocol (:class:`ClientProcess`), so neither shares its CPU share with the driver: the Java
+side is tests/bench/java/AdminBench.java, compiled by javac against the release's jars into var/bench/java/ (once
+per source and release); the Python side is this module run with ``wire``. Both read the mix from a file this
+module writes, so they make the same calls in the same order, and both use the same model: REQUESTS calls of the
+mix, at most CONCURRENCY in flight, each worker taking the next call when its last one answered: CONCURRENCY
+threads over one DefaultMQAdminExt (its API is synchronous), CONCURRENCY coroutines over one AsyncMQAdmin (one
+connection per address). CONCURRENCY is the collector's own bound per broker (COLLECT_CONCURRENCY_PER_BROKER).
+Before any round is timed each side has connected and made every call of the mix once (before it says ``ready``),
+then it is warmed up (the JVM's JIT compiles the hot paths) in rounds until its rate settles; REQUESTS is then
+sized from the warmed-up rates to take about TARGET_SECONDS on the slower side, in whole rounds of the mix.
 
 Figures (medians of REPEATS measurements, the two sides alternating so that the machine's load drifts over both):
 
@@ -36,10 +38,14 @@ Figures (medians of REPEATS measurements, the two sides alternating so that the 
   ``real_broker_admin_limit_by`` names the load that reached it. On a machine where the clients share the CPU
   with the broker (as here) this is a lower bound of what the broker answers with the CPU to itself.
 
+``wire_admin_cpu_ms_per_call`` / ``java_admin_cpu_ms_per_call`` (and ``wire_vs_java_cpu_per_call_ratio``) are the
+CPU time each client's whole process spent per call in those same measurements (Python: the process's CPU time;
+Java: the JVM's, its JIT compiler and garbage collector included). Unlike the rates they hardly depend on how busy
+the machine is, and they are what decides the ratio when the CPU is scarce: a client that has only a share of a
+core makes share / CPU-per-call calls a second, however fast the broker answers.
+
 ``machine_load_avg`` is the higher of the 1-minute load averages before and after: the figures are noise when it
-is well above the core count. The Java client spreads its work over threads (callers, Netty's I/O thread) and so
-over every core it can get; this project's client runs on one thread. On a machine busy with other work that
-difference weighs more, and the ratio measured there comes out lower than on a quiet one.
+is well above the core count, and the ratio then tends to the inverse of the CPU-per-call ratio.
 """
 
 from __future__ import annotations
@@ -52,9 +58,11 @@ import select
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from pathlib import Path
 
 from monitor.launcher.cluster import RealCluster
@@ -65,7 +73,7 @@ from monitor.remoting import headers as h
 from monitor.remoting.admin import DEFAULT_TOPIC, AsyncMQAdmin, retry_topic
 from monitor.remoting.codes import RequestCode, ResponseCode
 from monitor.remoting.command import RemotingCommand
-from monitor.remoting.errors import RemotingError
+from monitor.remoting.errors import RemotingClientError, RemotingError
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "AdminBench.java"
 JAVA_MAIN = "AdminBench"
@@ -80,8 +88,9 @@ WARMUP_REQUESTS = 1500
 WARMUP_ROUNDS = (2, 6)  # at least, at most
 WARMUP_SETTLED = 0.10  # a round within 10 % of the one before: the rate has settled
 TIMEOUT = 30.0  # seconds, per call on both sides (the machine may be loaded)
-START_TIMEOUT = 90.0
+START_TIMEOUT = 120.0  # seconds: the JVM's start and its first call of each kind (AdminBench's prime)
 SETTLE_TIMEOUT = 30.0
+MAX_INFLIGHT = 1024  # the wire client's own bound per connection, kept out of the way: the workers bound it
 
 # One call of the mix: (Java method name as the mix file spells it, its arguments).
 Call = tuple[str, ...]
@@ -114,8 +123,13 @@ def mix(prefix: str, broker_addr: str) -> list[Call]:
 
 
 def write_mix(calls: list[Call], path: Path) -> Path:
+    """The mix as both clients read it: one call a line, its fields separated by tabs."""
     path.write_text("".join("\t".join(call) + "\n" for call in calls))
     return path
+
+
+def read_mix(path: Path) -> list[Call]:
+    return [tuple(line.split("\t")) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _wire_call(admin: AsyncMQAdmin, call: Call) -> Awaitable:
@@ -205,29 +219,148 @@ async def _until_answered(admin: AsyncMQAdmin, call: Call) -> None:
         try:
             await _wire_call(admin, call)
             return
-        except RemotingError:
+        except RemotingClientError:  # refused, or not connected yet
             if time.monotonic() > deadline:
                 raise
         await asyncio.sleep(0.05)
 
 
-# --- this project's side -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Round:
+    """One measured run of a client: its rate, and the CPU time its whole process used meanwhile."""
+
+    requests: int
+    seconds: float
+    rps: float
+    cpu_seconds: float
+
+    @property
+    def cpu_ms_per_call(self) -> float:
+        return self.cpu_seconds * 1000 / self.requests
 
 
-async def wire_rate(admins: list[AsyncMQAdmin], calls: list[Call], requests: int, per_admin: int) -> float:
-    """``requests`` calls of the mix, ``per_admin`` at a time on each admin (each its own connections)."""
-    index = itertools.count()
-
-    async def worker(admin: AsyncMQAdmin) -> None:
-        while (k := next(index)) < requests:
-            await _wire_call(admin, calls[k % len(calls)])
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker(admin) for admin in admins for _ in range(per_admin)))
-    return requests / (time.perf_counter() - started)
+# --- the two clients, each a process of its own ------------------------------------------------------------------
 
 
-# --- the Java side -------------------------------------------------------------------------------------------------
+class ClientProcess:
+    """One side of the comparison: a process that makes each call of the mix once, says ``ready``, then answers
+    ``run REQUESTS INFLIGHT [CONNECTIONS]`` with ``result requests=N errors=E seconds=S rps=R cpu=C [error=...]``
+    (C: the CPU seconds its whole process used meanwhile).
+
+    It runs in a session of its own (its own scheduling group, as the brokers have), its stderr in ``log``; its end
+    of stdin ends it, so it cannot outlive the benchmark. Answers are awaited with select on the pipe until a
+    deadline, never by sleeping."""
+
+    def __init__(self, name: str, command: list[str], log: Path, env: dict[str, str] | None = None):
+        self.name = name
+        self.log = log
+        with open(log, "ab") as stderr:
+            self.popen = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+            )
+        self._buffer = b""
+
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> ClientProcess:
+        answer = self._answer(time.monotonic() + timeout)
+        if answer != "ready":
+            raise RuntimeError(f"{self.name} did not start: {answer}\n{self._log_tail()}")
+        return self
+
+    def send(self, requests: int, inflight: int, connections: int | None = None) -> None:
+        """Start a measurement without waiting for it (see :meth:`result`)."""
+        command = f"run {requests} {inflight}" + (f" {connections}" if connections else "")
+        self.popen.stdin.write(command.encode() + b"\n")
+        self.popen.stdin.flush()
+
+    def result(self, timeout: float) -> Round:
+        """The measurement :meth:`send` started. A failed call fails the benchmark: a rate with failures in it
+        says nothing."""
+        answer = self._answer(time.monotonic() + timeout)
+        fields = dict(word.split("=", 1) for word in answer.split()[1:] if "=" in word)
+        if not answer.startswith("result ") or fields.get("errors") != "0":
+            raise RuntimeError(f"{self.name}: {answer}")
+        return Round(int(fields["requests"]), float(fields["seconds"]), float(fields["rps"]), float(fields["cpu"]))
+
+    def run(self, requests: int, inflight: int, connections: int | None = None) -> Round:
+        self.send(requests, inflight, connections)
+        return self.result(timeout=_run_timeout(requests, inflight))
+
+    def _answer(self, deadline: float) -> str:
+        fd = self.popen.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"{self.name} did not answer in time\n{self._log_tail()}")
+            readable, _, _ = select.select([fd], [], [], remaining)
+            if readable:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise RuntimeError(f"{self.name} exited ({self.popen.poll()})\n{self._log_tail()}")
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode(errors="replace").strip()
+
+    def _log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return ""
+
+    def close(self) -> None:
+        """``quit``, then the end of stdin; SIGKILL if the process is still there after a grace period."""
+        if self.popen.poll() is None:
+            try:
+                self.popen.stdin.write(b"quit\n")
+                self.popen.stdin.close()
+            except OSError:
+                pass  # already gone: nothing to tell it
+            try:
+                self.popen.wait(15)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(5)
+        self.popen.stdout.close()
+
+    def __enter__(self) -> ClientProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _run_timeout(requests: int, inflight: int) -> float:
+    """How long a run may take before it is a hang: every call at its full timeout, ``inflight`` at a time."""
+    return requests * TIMEOUT / inflight + TIMEOUT
+
+
+def java_client(classes: Path, release: Release, home: Path, namesrv_addr: str, mix_file: Path, log: Path):
+    """The AdminBench JVM (RocketMQ's DefaultMQAdminExt) on ``mix_file``; ``home`` is the cluster's ROCKETMQ_HOME."""
+    command = [
+        "java",
+        "-Xms256m",
+        "-Xmx512m",
+        "-XX:-UsePerfData",
+        f"-Duser.home={log.parent}",
+        f"-Drocketmq.client.logRoot={log.parent / 'logs'}",
+        *JAVA_OPENS,
+        "-cp",
+        f"{release.classpath}{os.pathsep}{classes}",
+        JAVA_MAIN,
+        namesrv_addr,
+        str(mix_file),
+    ]
+    return ClientProcess("AdminBench (Java)", command, log, env={"ROCKETMQ_HOME": str(home)})
+
+
+def wire_client(namesrv_addr: str, mix_file: Path, log: Path) -> ClientProcess:
+    """This module as this project's client (AsyncMQAdmin) on ``mix_file``: :func:`_serve_wire`."""
+    command = [sys.executable, "-m", "tests.bench.bench_real_admin", "wire", namesrv_addr, str(mix_file)]
+    return ClientProcess("AsyncMQAdmin (wire)", command, log)
 
 
 def compile_admin_bench(release: Release) -> Path:
@@ -261,110 +394,77 @@ def compile_admin_bench(release: Release) -> Path:
     return target
 
 
-class JavaAdminBench:
-    """The AdminBench JVM: started on a mix file, answering ``run`` commands with its measured rate."""
+# --- this project's client process ---------------------------------------------------------------------------------
 
-    def __init__(self, classes: Path, release: Release, home: Path, namesrv_addr: str, mix_file: Path, log: Path):
-        self.log = log
-        command = [
-            "java",
-            "-Xms256m",
-            "-Xmx512m",
-            "-XX:-UsePerfData",
-            f"-Duser.home={log.parent}",
-            f"-Drocketmq.client.logRoot={log.parent / 'logs'}",
-            *JAVA_OPENS,
-            "-cp",
-            f"{release.classpath}{os.pathsep}{classes}",
-            JAVA_MAIN,
-            namesrv_addr,
-            str(mix_file),
-        ]
-        with open(log, "ab") as stderr:
-            self.popen = subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                env={**os.environ, "ROCKETMQ_HOME": str(home)},
-                start_new_session=True,
-            )
-        self._buffer = b""
-        answer = self._answer(time.monotonic() + START_TIMEOUT)
-        if answer != "ready":
-            self.close()
-            raise RuntimeError(f"AdminBench did not start: {answer}\n{self._log_tail()}")
 
-    def send(self, requests: int, threads: int) -> None:
-        """Start a measurement without waiting for it (see :meth:`result`)."""
-        self.popen.stdin.write(f"run {requests} {threads}\n".encode())
-        self.popen.stdin.flush()
+def _serve_wire(namesrv_addr: str, mix_file: str) -> None:
+    """AdminBench's protocol with AsyncMQAdmin: CONNECTIONS admins (one connection per address each), INFLIGHT
+    coroutines spread over them, each taking the next call when its last one answered."""
+    calls = read_mix(Path(mix_file))
+    loop = asyncio.new_event_loop()
+    admins: list[AsyncMQAdmin] = []
 
-    def result(self, timeout: float) -> float:
-        """The rate of the measurement :meth:`send` started; any failed call fails the benchmark."""
-        answer = self._answer(time.monotonic() + timeout)
-        fields = dict(word.split("=", 1) for word in answer.split()[1:] if "=" in word)
-        if not answer.startswith("result ") or fields.get("errors") != "0":
-            raise RuntimeError(f"AdminBench: {answer}")
-        return float(fields["rps"])
+    async def connect(count: int) -> None:
+        while len(admins) < count:  # a new admin connects and makes each call once before it is timed
+            admin = AsyncMQAdmin(namesrv_addr, timeout=TIMEOUT, max_inflight=MAX_INFLIGHT)
+            for call in calls:
+                await _until_answered(admin, call)
+            admins.append(admin)
 
-    def run(self, requests: int, threads: int) -> float:
-        self.send(requests, threads)
-        return self.result(timeout=requests * TIMEOUT / threads + TIMEOUT)
+    try:
+        loop.run_until_complete(connect(1))
+        print("ready", flush=True)
+        for line in sys.stdin:
+            words = line.split()
+            if words[:1] == ["run"] and len(words) in (3, 4):
+                requests, inflight = int(words[1]), int(words[2])
+                connections = int(words[3]) if len(words) == 4 else 1
+                loop.run_until_complete(connect(connections))
+                answer = loop.run_until_complete(_wire_round(admins[:connections], calls, requests, inflight))
+            elif words[:1] == ["quit"]:
+                break
+            else:
+                answer = f"error=unknown command: {line.strip()}"
+            print(answer, flush=True)
+    finally:
+        for admin in admins:
+            loop.run_until_complete(admin.close())
+        loop.close()
 
-    def _answer(self, deadline: float) -> str:
-        """The next line on the JVM's stdout, waited for until ``deadline`` (select on the pipe, no sleeping)."""
-        fd = self.popen.stdout.fileno()
-        while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"AdminBench did not answer in time\n{self._log_tail()}")
-            readable, _, _ = select.select([fd], [], [], remaining)
-            if readable:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    raise RuntimeError(f"AdminBench exited ({self.popen.poll()})\n{self._log_tail()}")
-                self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line.decode().strip()
 
-    def _log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return ""
+async def _wire_round(admins: list[AsyncMQAdmin], calls: list[Call], requests: int, inflight: int) -> str:
+    """``requests`` calls of the mix, ``inflight`` at a time spread over ``admins``; AdminBench's answer line."""
+    index = itertools.count()
+    errors: list[Exception] = []
 
-    def close(self) -> None:
-        """``quit``, then the end of stdin; SIGKILL if the JVM is still there after a grace period."""
-        if self.popen.poll() is None:
+    async def worker(admin: AsyncMQAdmin) -> None:
+        while (k := next(index)) < requests:
             try:
-                self.popen.stdin.write(b"quit\n")
-                self.popen.stdin.close()
-            except OSError:
-                pass  # already gone: nothing to tell it
-            try:
-                self.popen.wait(15)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(5)
-        self.popen.stdout.close()
+                await _wire_call(admin, calls[k % len(calls)])
+            except Exception as exc:  # counted and reported, as AdminBench does; the driver fails the run
+                errors.append(exc)
 
-    def __enter__(self) -> JavaAdminBench:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+    cpu_started = time.process_time()
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(admins[i % len(admins)]) for i in range(inflight)))
+    seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
+    answer = f"result requests={requests} errors={len(errors)} seconds={seconds:.6f} rps={requests / seconds:.3f}"
+    answer += f" cpu={cpu:.6f}"
+    if errors:
+        answer += " error=" + " ".join(f"{type(errors[0]).__name__}: {errors[0]}".split())
+    return answer
 
 
 # --- the measurement -----------------------------------------------------------------------------------------------
 
 
-async def _warm(measure: Callable[[int], Awaitable[float]]) -> float:
+def _warm(client: ClientProcess, inflight: int) -> float:
     """Rounds of WARMUP_REQUESTS until the rate settles; the last round's rate."""
     rates: list[float] = []
     low, high = WARMUP_ROUNDS
     while len(rates) < high:
-        rates.append(await measure(WARMUP_REQUESTS))
+        rates.append(client.run(WARMUP_REQUESTS, inflight).rps)
         if len(rates) >= low and abs(rates[-1] - rates[-2]) <= WARMUP_SETTLED * rates[-2]:
             break
     return rates[-1]
@@ -375,59 +475,52 @@ def _whole_rounds(requests: float, calls: list[Call]) -> int:
     return rounds * len(calls)
 
 
-async def _measure(cluster: RealCluster, classes: Path, concurrency: int) -> dict[str, float | int | str]:
+def _measure(cluster: RealCluster, classes: Path, concurrency: int) -> dict[str, float | int | str]:
     broker_addr = cluster.broker("broker-a").addr
-    calls = await prepare(cluster.namesrv_addr, broker_addr, prefix="bench")
+    calls = asyncio.run(prepare(cluster.namesrv_addr, broker_addr, prefix="bench"))
     mix_file = write_mix(calls, cluster.workdir / "admin-bench.mix")
     high = concurrency * HIGH_FACTOR
-    wire = AsyncMQAdmin(cluster.namesrv_addr, timeout=TIMEOUT, max_inflight=concurrency)
-    wires = [AsyncMQAdmin(cluster.namesrv_addr, timeout=TIMEOUT, max_inflight=concurrency) for _ in range(HIGH_FACTOR)]
-    java = JavaAdminBench(
-        classes, cluster.release, cluster.home, cluster.namesrv_addr, mix_file, cluster.workdir / "admin-bench.log"
-    )
-    try:
-
-        async def java_at(requests: int, threads: int = concurrency) -> float:
-            return java.run(requests, threads)  # blocks the loop, which has nothing else to do meanwhile
-
-        async def wire_at(requests: int, admins: list[AsyncMQAdmin] | None = None) -> float:
-            return await wire_rate(admins or [wire], calls, requests, concurrency)
-
+    with (
+        java_client(
+            classes, cluster.release, cluster.home, cluster.namesrv_addr, mix_file, cluster.workdir / "java-admin.log"
+        ) as java,
+        wire_client(cluster.namesrv_addr, mix_file, cluster.workdir / "wire-admin.log") as wire,
+    ):
+        java.wait_ready()
+        wire.wait_ready()
         # Warm-up, each side alone, then REQUESTS from the slower side's warmed-up rate.
-        java_warm = await _warm(java_at)
-        wire_warm = await _warm(wire_at)
-        await java_at(WARMUP_REQUESTS, high)  # the high loads once, unmeasured
-        await wire_at(WARMUP_REQUESTS, wires)  # (and the extra connections opened)
+        java_warm, wire_warm = _warm(java, concurrency), _warm(wire, concurrency)
+        java.run(WARMUP_REQUESTS, high)  # the high loads once, unmeasured (and the extra connections opened)
+        wire.run(WARMUP_REQUESTS, high, HIGH_FACTOR)
         requests = _whole_rounds(min(java_warm, wire_warm) * TARGET_SECONDS, calls)
 
         java_fair, wire_fair = [], []
         for repeat in range(REPEATS):  # alternating which side goes first
             if repeat % 2 == 0:
-                java_fair.append(await java_at(requests))
-                wire_fair.append(await wire_at(requests))
+                java_fair.append(java.run(requests, concurrency))
+                wire_fair.append(wire.run(requests, concurrency))
             else:
-                wire_fair.append(await wire_at(requests))
-                java_fair.append(await java_at(requests))
+                wire_fair.append(wire.run(requests, concurrency))
+                java_fair.append(java.run(requests, concurrency))
 
         java_high, wire_high, both = [], [], []
         for _ in range(LIMIT_REPEATS):
-            java_high.append(await java_at(requests, high))
-            wire_high.append(await wire_at(requests, wires))
-        java_high_rps, wire_high_rps = statistics.median(java_high), statistics.median(wire_high)
+            java_high.append(java.run(requests, high))
+            wire_high.append(wire.run(requests, high, HIGH_FACTOR))
+        java_high_rps, wire_high_rps = _median(java_high, "rps"), _median(wire_high, "rps")
         java_share = _whole_rounds(requests * java_high_rps / (java_high_rps + wire_high_rps), calls)
         wire_share = _whole_rounds(requests * wire_high_rps / (java_high_rps + wire_high_rps), calls)
         for _ in range(LIMIT_REPEATS):
             started = time.perf_counter()
             java.send(java_share, high)
-            await wire_at(wire_share, wires)
-            java.result(timeout=java_share * TIMEOUT / high + TIMEOUT)
+            wire.send(wire_share, high, HIGH_FACTOR)
+            java.result(_run_timeout(java_share, high))
+            wire.result(_run_timeout(wire_share, high))
             both.append((java_share + wire_share) / (time.perf_counter() - started))
-    finally:
-        java.close()
-        for admin in (wire, *wires):
-            await admin.close()
 
-    java_rps, wire_rps = statistics.median(java_fair), statistics.median(wire_fair)
+    java_rps, wire_rps = _median(java_fair, "rps"), _median(wire_fair, "rps")
+    java_cpu, wire_cpu = _median(java_fair, "cpu_ms_per_call"), _median(wire_fair, "cpu_ms_per_call")
+    java_high_rps, wire_high_rps = _median(java_high, "rps"), _median(wire_high, "rps")
     loads = {
         f"java/{concurrency}": java_rps,
         f"wire/{concurrency}": wire_rps,
@@ -443,6 +536,9 @@ async def _measure(cluster: RealCluster, classes: Path, concurrency: int) -> dic
         "admin_concurrency": concurrency,
         "admin_requests_per_measurement": requests,
         "admin_mix_calls": len(calls),
+        "wire_admin_cpu_ms_per_call": wire_cpu,
+        "java_admin_cpu_ms_per_call": java_cpu,
+        "wire_vs_java_cpu_per_call_ratio": wire_cpu / java_cpu,
         "java_admin_high_rps": java_high_rps,
         "wire_admin_high_rps": wire_high_rps,
         "both_admin_high_rps": statistics.median(both),
@@ -452,12 +548,19 @@ async def _measure(cluster: RealCluster, classes: Path, concurrency: int) -> dic
     }
 
 
+def _median(rounds: list[Round], figure: str) -> float:
+    return statistics.median(getattr(r, figure) for r in rounds)
+
+
 def run() -> dict[str, float | int | str]:
     from django.conf import settings
 
     load_before = os.getloadavg()[0]
     with RealCluster("4", brokers=1, slaves=False) as cluster:
-        classes = compile_admin_bench(cluster.release)
-        figures = asyncio.run(_measure(cluster, classes, settings.COLLECT_CONCURRENCY_PER_BROKER))
+        figures = _measure(cluster, compile_admin_bench(cluster.release), settings.COLLECT_CONCURRENCY_PER_BROKER)
     figures["machine_load_avg"] = max(load_before, os.getloadavg()[0])
     return figures
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["wire"]:
+    _serve_wire(*sys.argv[2:])

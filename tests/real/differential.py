@@ -33,7 +33,7 @@ from monitor.remoting.body import (
 )
 from monitor.remoting.codes import RequestCode, ResponseCode
 from monitor.remoting.command import RemotingCommand
-from monitor.remoting.errors import ProtocolError
+from monitor.remoting.errors import ProtocolError, RemotingError
 from monitor.remoting.message import MessageExt, decode_messages
 from monitor.remoting.sync import run_sync
 from tests.sandbox.test_broker_messaging import client_process
@@ -180,9 +180,13 @@ def take_baseline(side: Side) -> None:
 
 
 def names(side: Side) -> set[str]:
-    """The topics the name server knows and the master's subscription groups."""
+    """The topics the name server knows, the topics it has an order config for, and the master's groups."""
     groups = side.admin.get_all_subscription_group(side.master).subscription_group_table
-    return {*side.admin.fetch_all_topic_list().topic_list, *groups}
+    try:
+        ordered = side.admin.get_kv_list_by_namespace(ORDER_TOPIC_NAMESPACE).table
+    except RemotingError:  # QUERY_NOT_FOUND: no order config was ever put
+        ordered = {}
+    return {*side.admin.fetch_all_topic_list().topic_list, *ordered, *groups}
 
 
 def mark_foreign(real: Side, sandbox: Side) -> None:

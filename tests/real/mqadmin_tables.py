@@ -90,20 +90,30 @@ def _cells(line: str) -> list[str]:
     return cells
 
 
+def _header_line(lines: list[str], first: str) -> int:
+    return next(i for i, line in enumerate(lines) if line.startswith("#" + first))
+
+
+def headers(text: str, first: str) -> list[str]:
+    """The column names (without ``#``) of the table whose header line starts with ``#first``."""
+    lines = text.splitlines()
+    return [name.strip() for name in lines[_header_line(lines, first)].split("#")[1:]]
+
+
 def table(text: str, first: str) -> list[dict[str, str]]:
     """The rows of the table whose header line starts with ``#first``, as dicts by header name (without ``#``),
     up to the first blank line. A row shorter than the header has blank trailing cells (an empty consumer group)."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("#" + first))
-    headers = [name.strip() for name in lines[start].split("#")[1:]]
+    start = _header_line(lines, first)
+    names = headers(text, first)
     rows = []
     for line in lines[start + 1 :]:
         if not line.strip():
             break
         cells = _cells(line)
-        if len(cells) > len(headers):
-            raise AssertionError(f"more cells than the header {headers} has: {line!r}")
-        rows.append(dict(zip(headers, cells + [""] * (len(headers) - len(cells)), strict=True)))
+        if len(cells) > len(names):
+            raise AssertionError(f"more cells than the header {names} has: {line!r}")
+        rows.append(dict(zip(names, cells + [""] * (len(names) - len(cells)), strict=True)))
     return rows
 
 

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from tests.bench.bench_real_admin import JavaAdminBench, compile_admin_bench, prepare, write_mix
+from tests.bench.bench_real_admin import compile_admin_bench, java_client, prepare, write_mix
 
 # The session's cluster may be started for this test, which takes minutes on a busy machine.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -23,8 +23,10 @@ def test_admin_bench_compiles_and_measures_a_real_broker(rocketmq4, tmp_path):
 
     calls = asyncio.run(prepare(rocketmq4.namesrv_addr, rocketmq4.broker("broker-a").addr, prefix="javabench"))
     mix_file = write_mix(calls, tmp_path / "admin-bench.mix")
-    with JavaAdminBench(
+    with java_client(
         classes, rocketmq4.release, rocketmq4.home, rocketmq4.namesrv_addr, mix_file, tmp_path / "admin-bench.log"
     ) as java:
-        rate = java.run(2 * len(calls), 4)  # every call of the mix twice; any failed call raises
-    assert rate > 0
+        measured = java.wait_ready().run(2 * len(calls), 4)  # every call of the mix twice; any failure raises
+    assert measured.requests == 2 * len(calls)
+    assert measured.rps > 0
+    assert measured.cpu_seconds > 0

@@ -83,15 +83,16 @@ def route(label: str, topic: str) -> Step:
     return Step(label, "namesrv", RequestCode.GET_ROUTEINFO_BY_TOPIC, h.GetRouteInfoRequestHeader(topic=topic))
 
 
-def kv(label: str, code: RequestCode, key: str, value: str | None = None) -> Step:
-    header = {
-        RequestCode.PUT_KV_CONFIG: lambda: h.PutKVConfigRequestHeader(
-            namespace=ORDER_TOPIC_NAMESPACE, key=key, value=value
-        ),
-        RequestCode.GET_KV_CONFIG: lambda: h.GetKVConfigRequestHeader(namespace=ORDER_TOPIC_NAMESPACE, key=key),
-        RequestCode.DELETE_KV_CONFIG: lambda: h.DeleteKVConfigRequestHeader(namespace=ORDER_TOPIC_NAMESPACE, key=key),
-    }[code]()
-    return Step(label, "namesrv", code, header)
+KV_HEADERS = {
+    RequestCode.PUT_KV_CONFIG: h.PutKVConfigRequestHeader,
+    RequestCode.GET_KV_CONFIG: h.GetKVConfigRequestHeader,
+    RequestCode.DELETE_KV_CONFIG: h.DeleteKVConfigRequestHeader,
+}
+
+
+def kv(label: str, code: RequestCode, key: str, **value: str) -> Step:
+    """A request on one ORDER_TOPIC_CONFIG entry (``value=`` for a put)."""
+    return Step(label, "namesrv", code, KV_HEADERS[code](namespace=ORDER_TOPIC_NAMESPACE, key=key, **value))
 
 
 def kv_list(label: str, namespace: str) -> Step:
@@ -187,7 +188,11 @@ def queue_offset(label: str, code: RequestCode, topic: str, queue_id: int) -> St
 
 
 def search(label: str, timestamp: Callable[[Side], int]) -> Step:
-    header = lambda side: h.SearchOffsetRequestHeader(topic=d.TOPIC, queue_id=0, timestamp=timestamp(side))  # noqa: E731
+    """SEARCH_OFFSET_BY_TIMESTAMP in the first queue, at a time of each side's own."""
+
+    def header(side: Side) -> h.SearchOffsetRequestHeader:
+        return h.SearchOffsetRequestHeader(topic=d.TOPIC, queue_id=0, timestamp=timestamp(side))
+
     return Step(label, "master", RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)
 
 
@@ -242,14 +247,12 @@ BROKER = {
 # --- consumers ---------------------------------------------------------------------------------------------------
 
 SUBSCRIPTIONS = rules("time", "body/subscriptionTable/*/subVersion")
-RUNNING_INFO = (
-    *rules(
-        "client",
-        "extFields/Signature",
-        "body/mqTable/*/last*Timestamp",
-        "body/properties/PROP_CONSUMER_START_TIMESTAMP",
-        "body/subscriptionSet/*/subVersion",
-    ),
+RUNNING_INFO = rules(
+    "client",
+    "extFields/Signature",
+    "body/mqTable/*/last*Timestamp",
+    "body/properties/PROP_CONSUMER_START_TIMESTAMP",
+    "body/subscriptionSet/*/subVersion",
 )
 
 
@@ -288,7 +291,11 @@ def consumer_offset(group: str, topic: str, queue_id: int) -> Step:
 
 
 def running_info(label: str, client_id: Callable[[Side], str]) -> Step:
-    header = lambda side: h.GetConsumerRunningInfoRequestHeader(consumer_group=d.GROUP, client_id=client_id(side))  # noqa: E731
+    """GET_CONSUMER_RUNNING_INFO, which the broker relays to the client (each side's own consumer)."""
+
+    def header(side: Side) -> h.GetConsumerRunningInfoRequestHeader:
+        return h.GetConsumerRunningInfoRequestHeader(consumer_group=d.GROUP, client_id=client_id(side))
+
     return Step(label, "master", RequestCode.GET_CONSUMER_RUNNING_INFO, header, normalised=RUNNING_INFO)
 
 
@@ -478,7 +485,7 @@ CHANGES = {
         delete_group("delete an unknown group", NO_GROUP),
     ),
     "kv lifecycle": (
-        kv("put", RequestCode.PUT_KV_CONFIG, TEMP_TOPIC, d.ORDER_CONF),
+        kv("put", RequestCode.PUT_KV_CONFIG, TEMP_TOPIC, value=d.ORDER_CONF),
         kv("get", RequestCode.GET_KV_CONFIG, TEMP_TOPIC),
         kv("delete", RequestCode.DELETE_KV_CONFIG, TEMP_TOPIC),
         kv("get once deleted", RequestCode.GET_KV_CONFIG, TEMP_TOPIC),

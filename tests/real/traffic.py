@@ -23,7 +23,7 @@ from pathlib import Path
 
 from monitor.remoting import body as b
 from monitor.remoting.admin import MQAdmin
-from monitor.remoting.errors import RemotingError
+from monitor.remoting.errors import ProtocolError, RemotingError
 from tests.sandbox.test_broker_messaging import finish
 
 QUEUES = 4
@@ -93,21 +93,16 @@ print("RESULT " + json.dumps({"received": received}), flush=True)
 
 @dataclass
 class Traffic:
-    """What the run did: ``first`` (sent and consumed) and ``rest`` (sent, never consumed), each message a dict
-    with its key, and for the consumed ones the queue, queue offset, commit-log offset and body as received."""
+    """What the run did: ``sent``, every message's key and the id the producer got for it, in send order (the first
+    FIRST were consumed); ``received``, the consumed ones as the consumer got them (key, body, queue, queue offset,
+    commit-log offset, store time)."""
 
     topic: str
     group: str
     producer_group: str
-    key_prefix: str
     process: subprocess.Popen
-    first: list[dict] = field(default_factory=list)
+    sent: list[dict] = field(default_factory=list)
     received: list[dict] = field(default_factory=list)
-    rest: list[dict] = field(default_factory=list)
-
-    @property
-    def sent(self) -> list[dict]:
-        return self.first + self.rest
 
     def consumed_per_queue(self) -> dict[int, int]:
         """How many of the first messages each queue delivered (offsets start at 0, so also the committed offset)."""
@@ -116,13 +111,12 @@ class Traffic:
             counts[record["queue"]] += 1
         return counts
 
-    def stop(self) -> dict:
-        """Let the clients shut down (the consumer commits its offsets) and return the final results."""
-        if self.process.poll() is not None:
-            return {}
-        self.process.stdin.write("\n")
-        self.process.stdin.flush()
-        return finish(self.process, timeout=CLIENT_SECONDS)
+    def stop(self) -> None:
+        """Let the clients shut down (the consumer commits its offsets)."""
+        if self.process.poll() is None:
+            self.process.stdin.write("\n")
+            self.process.stdin.flush()
+            finish(self.process, timeout=CLIENT_SECONDS)
 
 
 def _line(process: subprocess.Popen, prefix: str):
@@ -152,6 +146,18 @@ def committed(admin: MQAdmin, group: str, topic: str) -> int:
     except RemotingError:
         return 0
     return sum(w.consumer_offset for mq, w in stats.offset_table.items() if mq.topic == topic)
+
+
+def client_offsets(admin: MQAdmin, group: str, topic: str) -> dict[int, int] | None:
+    """The online client's own offsets of the topic's queues, from its running info (the broker relays the request
+    to the client); None while it cannot say: while it rebuilds its queues after a reset the C++ client writes
+    ``"mqTable":}``, which is not JSON."""
+    try:
+        (connection,) = admin.examine_consumer_connection_info(group).connection_set
+        info = admin.get_consumer_running_info(group, connection.client_id)
+    except (RemotingError, ProtocolError):
+        return None
+    return {mq.queue_id: pq.commit_offset for mq, pq in info.mq_table.items() if mq.topic == topic}
 
 
 def settle(admin: MQAdmin, group: str) -> None:
@@ -205,17 +211,18 @@ def start_traffic(cluster, admin: MQAdmin, name: str, home: Path) -> Traffic:
         text=True,
         env={**os.environ, "HOME": str(home)},
     )
-    traffic = Traffic(topic, group, producer_group, plan["key_prefix"], process)
+    traffic = Traffic(topic, group, producer_group, process)
     try:
         consumed = _line(process, "CONSUMED")
-        traffic.first, traffic.received = consumed["sent"], consumed["received"]
+        traffic.sent, traffic.received = consumed["sent"], consumed["received"]
         assert len(traffic.received) == FIRST, f"the group consumed {len(traffic.received)} of {FIRST}"
         admin.create_and_update_subscription_group_config(
             master, b.SubscriptionGroupConfig(group_name=group, consume_enable=False)
         )
         process.stdin.write("\n")
         process.stdin.flush()
-        traffic.rest = _line(process, "SENT")
+        traffic.sent += _line(process, "SENT")
+        assert [s["status"] for s in traffic.sent] == [0] * (FIRST + REST)  # SEND_OK
         wait_until(lambda: committed(admin, group, topic) == FIRST, 30, f"{group}'s commit of {FIRST} messages")
         settle(admin, group)
     except BaseException:

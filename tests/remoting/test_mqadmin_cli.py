@@ -309,9 +309,8 @@ def delete_sub_group_answered(cluster):
     """No capture holds DELETE_SUBSCRIPTIONGROUP; the broker answers it with the same empty SUCCESS frame as
     DELETE_TOPIC_IN_BROKER, so that answer stands in for it (for group cg_x only)."""
     answer = EXCHANGES["DELETE_TOPIC_IN_BROKER"]
-    request = RemotingCommand(
-        RequestCode.DELETE_SUBSCRIPTIONGROUP, ext_fields={"groupName": "cg_x", "removeOffset": "true"}
-    )
+    ext_fields = {"groupName": "cg_x", "removeOffset": "true", "cleanOffset": "true"}  # cleanOffset: RocketMQ 5's name
+    request = RemotingCommand(RequestCode.DELETE_SUBSCRIPTIONGROUP, ext_fields=ext_fields)
     cluster.exchanges["DELETE_SUBSCRIPTIONGROUP_stand_in"] = Exchange("stand_in", answer.data, request, answer.response)
     yield
     del cluster.exchanges["DELETE_SUBSCRIPTIONGROUP_stand_in"]

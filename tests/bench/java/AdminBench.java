@@ -1,6 +1,7 @@
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
@@ -27,16 +28,22 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * </pre>
  * The program stays up, so its JIT stays warm between measurements, and reads commands on stdin:
  * {@code run REQUESTS THREADS} makes REQUESTS calls, THREADS at a time (each thread takes the next call as soon as
- * its last one answered), and answers {@code result requests=N errors=E seconds=S rps=R}, with the first failure
- * as {@code error=...} when there was one; {@code quit} or the end of stdin shuts the client down. It says
- * {@code ready} once the client has started. The libraries log to stdout, so stdout is handed to stderr and only
- * these answers are printed on the real stdout.
+ * its last one answered), and answers {@code result requests=N errors=E seconds=S rps=R cpu=C} (C: the CPU seconds
+ * the whole JVM used meanwhile), with the first failure and its causes as {@code error=...} when there was one;
+ * {@code quit} or the end of stdin shuts the client down. It says {@code ready} once the client has started and
+ * made each call of the mix once. The libraries log to stdout, so stdout is handed to stderr and only these answers
+ * are printed on the real stdout.
  */
 public final class AdminBench {
     /** One admin call of the mix. */
     private interface Call {
         Object call(DefaultMQAdminExt admin) throws Exception;
     }
+
+    private static final long PRIME_TIMEOUT_NANOS = 60_000_000_000L;
+    /** The whole process's CPU time: the calling threads, Netty's I/O thread, the JIT compiler and the GC. */
+    private static final com.sun.management.OperatingSystemMXBean CPU =
+        (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
     private AdminBench() {
     }
@@ -54,6 +61,7 @@ public final class AdminBench {
         admin.setInstanceName("AdminBench-" + ProcessHandle.current().pid());
         admin.start();
         try {
+            prime(admin, mix, System.nanoTime() + PRIME_TIMEOUT_NANOS);
             answers.println("ready");
             answers.flush();
             BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -73,6 +81,27 @@ public final class AdminBench {
             admin.shutdown();
         }
         System.exit(0);  // the client leaves non-daemon threads behind
+    }
+
+    /**
+     * Each call of the mix once, each until it succeeds: the client connects to the name server and the broker here,
+     * as the Python side does while it prepares, and not in the first measured round (the Java client gives up a
+     * connect after 3 s, which a JVM that has just started on a busy machine can need).
+     */
+    private static void prime(DefaultMQAdminExt admin, Call[] mix, long deadline) throws Exception {
+        for (Call call : mix) {
+            while (true) {
+                try {
+                    call.call(admin);
+                    break;
+                } catch (Exception e) {
+                    if (System.nanoTime() > deadline) {
+                        throw e;
+                    }
+                    Thread.sleep(50);
+                }
+            }
+        }
     }
 
     private static Call[] readMix(String path) throws Exception {
@@ -130,18 +159,21 @@ public final class AdminBench {
             }, "bench-" + i);
             workers[i].start();
         }
+        long cpuStarted = CPU.getProcessCpuTime();
         long started = System.nanoTime();
         go.countDown();
         for (Thread worker : workers) {
             worker.join();
         }
         double seconds = (System.nanoTime() - started) / 1e9;
+        double cpu = (CPU.getProcessCpuTime() - cpuStarted) / 1e9;
         String result = String.format(
-            "result requests=%d errors=%d seconds=%.6f rps=%.3f", requests, errors.get(), seconds, requests / seconds);
-        Throwable error = firstError.get();
-        if (error != null) {
-            result += " error=" + error.toString().replaceAll("\\s+", " ");
+            "result requests=%d errors=%d seconds=%.6f rps=%.3f cpu=%.6f",
+            requests, errors.get(), seconds, requests / seconds, cpu);
+        StringBuilder error = new StringBuilder();
+        for (Throwable e = firstError.get(); e != null; e = e.getCause() == e ? null : e.getCause()) {
+            error.append(error.length() == 0 ? " error=" : " caused by ").append(e);
         }
-        return result;
+        return result + error.toString().replaceAll("\\s+", " ");
     }
 }

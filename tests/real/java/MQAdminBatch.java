@@ -3,8 +3,8 @@
  * each line of DIR/commands (its arguments separated by tabs), in one JVM, and writes what each run printed to
  * DIR/N.out and DIR/N.err (N counting from 0). Starting a JVM costs seconds; running a subcommand in a warm one costs
  * milliseconds, and MQAdminStartup.main is meant to be called again (every subcommand starts and shuts down its own
- * admin client). A run that timed out (mqadmin waits 5 s for each answer; a loaded machine's servers can be slower)
- * is run again at once, as an operator would, at most TIMEOUT_RETRIES times.
+ * admin client). A run that failed in transport (mqadmin waits 5 s for each answer, and a loaded machine's servers
+ * can be slower or drop a connection) is run again at once, as an operator would, at most RETRIES times.
  * Run in source-file mode: java -cp 'lib/*' MQAdminBatch.java DIR (tests/real/mqadmin_tables.py).
  */
 
@@ -19,7 +19,9 @@ import java.util.List;
 import org.apache.rocketmq.tools.command.MQAdminStartup;
 
 public class MQAdminBatch {
-    private static final int TIMEOUT_RETRIES = 2;
+    private static final int RETRIES = 2;
+    private static final List<String> TRANSPORT_FAILURES = List.of(
+        "RemotingTimeoutException", "RemotingSendRequestException", "RemotingConnectException");
 
     public static void main(String[] args) throws Exception {
         Path dir = Paths.get(args[0]);
@@ -27,11 +29,12 @@ public class MQAdminBatch {
         for (int i = 0; i < commands.size(); i++) {
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             ByteArrayOutputStream err = new ByteArrayOutputStream();
-            for (int attempt = 0; attempt <= TIMEOUT_RETRIES; attempt++) {
+            for (int attempt = 0; attempt <= RETRIES; attempt++) {
                 out.reset();
                 err.reset();
                 run(commands.get(i).split("\t"), out, err);
-                if (!err.toString("UTF-8").contains("RemotingTimeoutException")) {
+                String printed = err.toString("UTF-8");
+                if (TRANSPORT_FAILURES.stream().noneMatch(printed::contains)) {
                     break;
                 }
             }

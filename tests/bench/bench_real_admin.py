@@ -22,8 +22,9 @@ mix, at most CONCURRENCY in flight, each worker taking the next call when its la
 threads over one DefaultMQAdminExt (its API is synchronous), CONCURRENCY coroutines over one AsyncMQAdmin (one
 connection per address). CONCURRENCY is the collector's own bound per broker (COLLECT_CONCURRENCY_PER_BROKER).
 Before any round is timed each side has connected and made every call of the mix once (before it says ``ready``),
-then it is warmed up (the JVM's JIT compiles the hot paths) in rounds until its rate settles; REQUESTS is then
-sized from the warmed-up rates to take about TARGET_SECONDS on the slower side, in whole rounds of the mix.
+then it is warmed up in rounds until the CPU it spends per call stops falling (for the JVM, whose JIT needs tens of
+thousands of calls, not before JIT_WARMUP_CALLS; see :func:`_warm`); REQUESTS is then sized from the warmed-up
+rates to take about TARGET_SECONDS on the slower side, in whole rounds of the mix.
 
 Figures (medians of REPEATS measurements, the two sides alternating so that the machine's load drifts over both):
 
@@ -40,12 +41,13 @@ Figures (medians of REPEATS measurements, the two sides alternating so that the 
 
 ``wire_admin_cpu_ms_per_call`` / ``java_admin_cpu_ms_per_call`` (and ``wire_vs_java_cpu_per_call_ratio``) are the
 CPU time each client's whole process spent per call in those same measurements (Python: the process's CPU time;
-Java: the JVM's, its JIT compiler and garbage collector included). Unlike the rates they hardly depend on how busy
-the machine is, and they are what decides the ratio when the CPU is scarce: a client that has only a share of a
-core makes share / CPU-per-call calls a second, however fast the broker answers.
+Java: the JVM's, its JIT compiler and garbage collector included): what each client costs, a figure that depends
+far less on how busy the machine is than the rates do. ``java_warmup_calls`` / ``wire_warmup_calls`` are the calls
+each warm-up took (a Java figure below JIT_WARMUP_CALLS means WARMUP_SECONDS ran out first: a colder JVM).
 
-``machine_load_avg`` is the higher of the 1-minute load averages before and after: the figures are noise when it
-is well above the core count, and the ratio then tends to the inverse of the CPU-per-call ratio.
+``machine_load_avg`` is the higher of the 1-minute load averages before and after. When it is well above the core
+count the rates are noise, and the rate ratio says more about how the scheduler serves a one-thread event loop
+against a JVM of dozens of threads than about the clients; the CPU figures remain comparable.
 """
 
 from __future__ import annotations
@@ -80,13 +82,17 @@ JAVA_MAIN = "AdminBench"
 TOPICS = 4
 QUEUES = 4
 HIGH_FACTOR = 4
-REPEATS = 5
+REPEATS = 7
 LIMIT_REPEATS = 3
 TARGET_SECONDS = 1.5
 MIN_REQUESTS = 500
-WARMUP_REQUESTS = 1500
-WARMUP_ROUNDS = (2, 6)  # at least, at most
-WARMUP_SETTLED = 0.10  # a round within 10 % of the one before: the rate has settled
+WARMUP_ROUND = 2_000  # calls
+WARMUP_SETTLED = 0.10  # CPU per call no more than 10 % below the rounds before: warm
+# The JVM's JIT compiles DefaultMQAdminExt's hot paths over the first tens of thousands of calls of this mix: its CPU
+# per call was measured falling from 0.6 ms (first 1,500 calls) to 0.15 ms (10,000) and 0.03-0.05 ms from about
+# 40,000 on. A warm-up judged by the rates alone stops far too early: on a shared machine they jump tenfold.
+JIT_WARMUP_CALLS = 50_000
+WARMUP_SECONDS = 60.0  # at most, per side
 TIMEOUT = 30.0  # seconds, per call on both sides (the machine may be loaded)
 START_TIMEOUT = 120.0  # seconds: the JVM's start and its first call of each kind (AdminBench's prime)
 SETTLE_TIMEOUT = 30.0
@@ -365,13 +371,21 @@ def wire_client(namesrv_addr: str, mix_file: Path, log: Path) -> ClientProcess:
 
 def compile_admin_bench(release: Release) -> Path:
     """AdminBench.class compiled against ``release``'s jars, in var/bench/java/<hash of source and release>/: once,
-    then reused until the source changes. The folder appears whole (compiled aside, then renamed)."""
+    then reused until the source changes (a new source's classes replace the old ones). The folder appears whole
+    (compiled aside, then renamed)."""
     source = JAVA_SOURCE.read_bytes()
     digest = hashlib.sha256(source + release.version.encode()).hexdigest()[:16]
     root = var_dir() / "bench" / "java"
     target = root / f"{JAVA_MAIN}-{release.version}-{digest}"
-    if (target / f"{JAVA_MAIN}.class").is_file():
-        return target
+    if not (target / f"{JAVA_MAIN}.class").is_file():
+        _javac(release, root, target)
+    for stale in root.glob(f"{JAVA_MAIN}-{release.version}-*"):  # earlier versions of the source
+        if stale != target:
+            shutil.rmtree(stale, ignore_errors=True)
+    return target
+
+
+def _javac(release: Release, root: Path, target: Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="javac.", dir=root))
     try:
@@ -391,7 +405,6 @@ def compile_admin_bench(release: Release) -> Path:
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return target
 
 
 # --- this project's client process ---------------------------------------------------------------------------------
@@ -459,15 +472,22 @@ async def _wire_round(admins: list[AsyncMQAdmin], calls: list[Call], requests: i
 # --- the measurement -----------------------------------------------------------------------------------------------
 
 
-def _warm(client: ClientProcess, inflight: int) -> float:
-    """Rounds of WARMUP_REQUESTS until the rate settles; the last round's rate."""
-    rates: list[float] = []
-    low, high = WARMUP_ROUNDS
-    while len(rates) < high:
-        rates.append(client.run(WARMUP_REQUESTS, inflight).rps)
-        if len(rates) >= low and abs(rates[-1] - rates[-2]) <= WARMUP_SETTLED * rates[-2]:
+def _warm(
+    client: ClientProcess, inflight: int, connections: int | None = None, min_calls: int = 0
+) -> tuple[float, int]:
+    """Rounds of WARMUP_ROUND calls, ``min_calls`` at least, until the CPU per call stops falling (the median of
+    the last three rounds within WARMUP_SETTLED of the three before) or WARMUP_SECONDS have passed. Judged by CPU,
+    not by rate: the CPU a call costs is what the JIT lowers, and it hardly moves with the machine's load. Returns
+    the median rate of the last three rounds and the calls made."""
+    rounds: list[Round] = []
+    deadline = time.monotonic() + WARMUP_SECONDS
+    while time.monotonic() < deadline or len(rounds) < 3:
+        rounds.append(client.run(WARMUP_ROUND, inflight, connections))
+        if len(rounds) * WARMUP_ROUND < min_calls or len(rounds) < 6:
+            continue
+        if _median(rounds[-3:], "cpu_ms_per_call") >= (1 - WARMUP_SETTLED) * _median(rounds[-6:-3], "cpu_ms_per_call"):
             break
-    return rates[-1]
+    return _median(rounds[-3:], "rps"), len(rounds) * WARMUP_ROUND
 
 
 def _whole_rounds(requests: float, calls: list[Call]) -> int:
@@ -488,10 +508,12 @@ def _measure(cluster: RealCluster, classes: Path, concurrency: int) -> dict[str,
     ):
         java.wait_ready()
         wire.wait_ready()
-        # Warm-up, each side alone, then REQUESTS from the slower side's warmed-up rate.
-        java_warm, wire_warm = _warm(java, concurrency), _warm(wire, concurrency)
-        java.run(WARMUP_REQUESTS, high)  # the high loads once, unmeasured (and the extra connections opened)
-        wire.run(WARMUP_REQUESTS, high, HIGH_FACTOR)
+        # Warm-up, each side alone: Java's JIT at the high load (the same code, compiled sooner), then each side at
+        # CONCURRENCY, whose rates size REQUESTS; the wire side's extra connections are opened and used once.
+        _, java_jit_calls = _warm(java, high, min_calls=JIT_WARMUP_CALLS)
+        java_warm, java_warm_calls = _warm(java, concurrency)
+        wire_warm, wire_warm_calls = _warm(wire, concurrency)
+        wire.run(WARMUP_ROUND, high, HIGH_FACTOR)
         requests = _whole_rounds(min(java_warm, wire_warm) * TARGET_SECONDS, calls)
 
         java_fair, wire_fair = [], []
@@ -536,6 +558,8 @@ def _measure(cluster: RealCluster, classes: Path, concurrency: int) -> dict[str,
         "admin_concurrency": concurrency,
         "admin_requests_per_measurement": requests,
         "admin_mix_calls": len(calls),
+        "java_warmup_calls": java_jit_calls + java_warm_calls,
+        "wire_warmup_calls": wire_warm_calls,
         "wire_admin_cpu_ms_per_call": wire_cpu,
         "java_admin_cpu_ms_per_call": java_cpu,
         "wire_vs_java_cpu_per_call_ratio": wire_cpu / java_cpu,

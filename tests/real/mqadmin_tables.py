@@ -77,17 +77,17 @@ _DATE_TIME = re.compile(r"\d{2}:\d{2}:\d{2}(,\d{3})?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-def _cells(line: str) -> list[str]:
+def cells(line: str) -> list[str]:
     """Whitespace-separated cells, keeping together what mqadmin prints with spaces inside: a date and its time,
     and a parenthesised group (5.x's ``0-0(0.0w, 0.0, 0.0)``)."""
-    cells: list[str] = []
+    found: list[str] = []
     for token in line.split():
-        time_of_date = _DATE_TIME.fullmatch(token) and _DATE.fullmatch(cells[-1]) if cells else False
-        if time_of_date or (cells and cells[-1].count("(") > cells[-1].count(")")):
-            cells[-1] += " " + token
+        time_of_date = _DATE_TIME.fullmatch(token) and _DATE.fullmatch(found[-1]) if found else False
+        if time_of_date or (found and found[-1].count("(") > found[-1].count(")")):
+            found[-1] += " " + token
         else:
-            cells.append(token)
-    return cells
+            found.append(token)
+    return found
 
 
 def _header_line(lines: list[str], first: str) -> int:
@@ -110,10 +110,10 @@ def table(text: str, first: str) -> list[dict[str, str]]:
     for line in lines[start + 1 :]:
         if not line.strip():
             break
-        cells = _cells(line)
-        if len(cells) > len(names):
+        values = cells(line)
+        if len(values) > len(names):
             raise AssertionError(f"more cells than the header {names} has: {line!r}")
-        rows.append(dict(zip(names, cells + [""] * (len(names) - len(cells)), strict=True)))
+        rows.append(dict(zip(names, values + [""] * (len(names) - len(values)), strict=True)))
     return rows
 
 

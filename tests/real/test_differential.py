@@ -13,6 +13,7 @@ import concurrent.futures
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,7 @@ NO_TOPIC = "DiffNoSuchTopic"
 NO_GROUP = "DiffNoSuchGroup"
 TEMP_TOPIC = "DiffTempTopic"
 TEMP_GROUP = "DiffTempGroup"
+READY_SECONDS = 10.0
 
 # What the sandbox knowingly answers otherwise: case -> "step/path" pattern -> why (docs/sandbox-vs-real.md).
 EXCEPTIONS: dict[str, dict[str, str]] = {
@@ -55,7 +57,7 @@ Header = h.CommandHeader | Callable[[Side], h.CommandHeader] | None
 @dataclass(frozen=True)
 class Step:
     """One request of a case: where it goes, what it is (a header of its own per side when the header is a
-    function of the side), and what of its answer is normalised."""
+    function of the side), what of its answer is normalised, and what it waits for."""
 
     label: str
     target: str
@@ -65,6 +67,7 @@ class Step:
     extra: tuple[tuple[str, str], ...] = ()
     language: str = "PYTHON"
     normalised: tuple[Rule, ...] = ()
+    ready: Callable[[Side], bool] | None = None  # what to wait for on a side before sending
 
     def request(self, side: Side) -> RemotingCommand:
         header = self.header(side) if callable(self.header) else self.header
@@ -373,7 +376,13 @@ def query(label: str, key: str, *normalised: Rule) -> Step:
     return Step(label, "master", RequestCode.QUERY_MESSAGE, header, extra=extra, normalised=normalised)
 
 
-def pull(label: str, topic: str, offset: Callable[[Side], int], *normalised: Rule) -> Step:
+def pull(
+    label: str,
+    topic: str,
+    offset: Callable[[Side], int],
+    *normalised: Rule,
+    ready: Callable[[Side], bool] | None = None,
+) -> Step:
     """A one-shot pull of queue 0 as mqadmin's pull consumer sends it (AsyncMQAdmin.pull_message)."""
 
     def header(side: Side) -> h.PullMessageRequestHeader:
@@ -392,7 +401,13 @@ def pull(label: str, topic: str, offset: Callable[[Side], int], *normalised: Rul
         )
 
     extra = tuple(REQ_T_STREAM.items())
-    return Step(label, "master", RequestCode.PULL_MESSAGE, header, extra=extra, normalised=normalised)
+    return Step(label, "master", RequestCode.PULL_MESSAGE, header, extra=extra, normalised=normalised, ready=ready)
+
+
+def event_dispatched(side: Side) -> bool:
+    """The offset-moved event is in its queue: a real broker writes it to the commit log and its dispatcher adds
+    it to the consume queue a moment later (the sandbox does both at once)."""
+    return side.admin.get_max_offset(side.master, d.OFFSET_MOVED_EVENT, 0) > side.baseline["events"]
 
 
 def view(side: Side) -> h.ViewMessageRequestHeader:
@@ -412,6 +427,7 @@ MESSAGES = {
             lambda side: side.baseline["events"],
             *WRITTEN,  # the broker writes the event itself: born at its own address, no client id
             *rules("events", "extFields/nextBeginOffset", "extFields/maxOffset", "body/*/queueOffset"),
+            ready=event_dispatched,
         ),
     ),
 }
@@ -523,13 +539,18 @@ def sides(rocketmq4, tmp_path_factory):
     with SandboxCluster(brokers=1, slaves=True, broker_config=d.REAL_BROKER_CONFIG) as sandbox:
         real, fake = pair = (Side.of("real", rocketmq4), Side.of("sandbox", sandbox))
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            list(pool.map(d.take_baseline, pair))
-            consumers = list(pool.map(lambda side: d.prepare(side, tmp_path_factory.mktemp(side.label)), pair))
+            preparing = []
             try:
+                list(pool.map(d.take_baseline, pair))
+                preparing = [pool.submit(d.prepare, side, tmp_path_factory.mktemp(side.label)) for side in pair]
+                for future in preparing:
+                    future.result()
                 list(pool.map(d.settle, pair))
                 d.mark_foreign(real, fake)
                 yield pair
             finally:
+                concurrent.futures.wait(preparing)
+                consumers = [future.result() for future in preparing if future.exception() is None]
                 list(pool.map(d.stop_consumer, consumers))
                 d.clean_up(real)
                 for side in pair:
@@ -542,6 +563,8 @@ def differences(name: str, sides: tuple[Side, Side]) -> list[str]:
     for item in CASES[name]:
         trees = []
         for side in sides:
+            if item.ready is not None:
+                d.wait_for(partial(item.ready, side), READY_SECONDS, f"{side.label}: {name}, {item.label}")
             cmd = item.request(side)
             tree = d.answer_tree(cmd, side.send(item.target, cmd))
             trees.append(d.normalise(tree, side, item.target, item.normalised))

@@ -602,7 +602,7 @@ def test_consumer_status_lists_the_client_and_its_running_info(scene):
 
 
 def test_producer_connection_shows_the_same_producer(scene):
-    rows = [java._cells(line) for line in out(scene, "producerConnection").splitlines() if re.match(r"\d{4}\s", line)]
+    rows = [java.cells(line) for line in out(scene, "producerConnection").splitlines() if re.match(r"\d{4}\s", line)]
     mine = scene.ours["producerConnection"]
     assert [row[1:] for row in rows] == [
         [c["clientId"], c["clientAddr"], c["language"], c["versionDesc"]] for c in mine

@@ -115,6 +115,7 @@ class Side:
     facts: dict[str, Any] = field(default_factory=dict)
     names: set[str] = field(default_factory=set)
     foreign: frozenset[str] = frozenset()
+    foreign_topics: bool = False  # whether the real name server holds foreign topics (see KINDS["foreign set"])
 
     @classmethod
     def of(cls, label: str, cluster) -> Side:
@@ -210,8 +211,11 @@ def names(side: Side) -> set[str]:
 
 def mark_foreign(real: Side, sandbox: Side) -> None:
     """What other tests left on the shared real cluster: the names it had before the scenario that the sandbox
-    does not have after it (see KINDS["foreign"])."""
+    does not have after it (see KINDS["foreign"]), and whether topics are among them, for both sides."""
     real.foreign = frozenset(real.names - names(sandbox))
+    real.foreign_topics = sandbox.foreign_topics = bool(
+        real.foreign & set(real.admin.fetch_all_topic_list().topic_list)
+    )
 
 
 def prepare(side: Side, home: Path) -> subprocess.Popen:
@@ -419,8 +423,10 @@ KINDS = {
     "port": "a port number: both clusters listen on free ports picked at start",
     "percent": "disk use, the real machine's disk against the sandbox's memory cap: compared by form, a whole "
     "percentage as a Java double (UtilAll.getDiskPartitionSpaceUsedPercent rounds up to one)",
-    "foreign": "an entry other tests left on the shared real cluster (a name it had before the scenario that a "
-    "fresh sandbox lacks), dropped with its share of any total",
+    "foreign": "an entry other tests left on the shared real cluster (a name it had before the scenario that the "
+    "sandbox lacks after it), dropped with its share of any total",
+    "foreign set": "foreign entries of a topic list (a HashSet sized by its entries): dropped, and while the real "
+    "cluster holds any, the order of the rest is not compared, since they made the real set's table larger",
     "young": "RMQ_SYS_TRANS_HALF_TOPIC and the topic-table version step of its creation: a real broker's "
     "transaction check service creates it a minute after boot, the sandbox has it from the start, and the real "
     "cluster may be younger than a minute",
@@ -430,8 +436,9 @@ _WHOLE_PERCENT = re.compile(r"(0|1)\.[0-9]{1,2}")
 
 @dataclass(frozen=True)
 class Rule:
-    """Normalise what is at ``pattern`` (the values; for "path key" the map keys; for "foreign" and "young" the
-    entries of a list or map): path parts joined by "/", each an fnmatch pattern (``*``: any key or list index)."""
+    """Normalise what is at ``pattern`` (the values; for "path key" the map keys; for "foreign", "foreign set" and
+    "young" the entries of a list or map): path parts joined by "/", each an fnmatch pattern (``*``: any key or
+    list index)."""
 
     pattern: str
     kind: str
@@ -461,6 +468,8 @@ def normalise(tree: Any, side: Side, target: str, applied: Iterable[Rule]) -> An
     for rule in applied:
         if rule.kind == "foreign":
             _drop(tree, rule, side.foreign)
+        elif rule.kind == "foreign set":
+            _drop(tree, rule, side.foreign, ordered=not side.foreign_topics)
         elif rule.kind == "young":
             _drop(tree, rule, {HALF_TOPIC}, counted=not side.baseline.get(f"{target}.half topic", True))
         else:
@@ -468,11 +477,11 @@ def normalise(tree: Any, side: Side, target: str, applied: Iterable[Rule]) -> An
     return tree
 
 
-def _drop(tree: dict, rule: Rule, names: Collection[str], counted: bool = False) -> None:
+def _drop(tree: dict, rule: Rule, names: Collection[str], counted: bool = False, ordered: bool = True) -> None:
     """Remove ``names`` from the list or map at the rule's (plain) path: list items that are one of them or a
-    one-entry map keyed by one (GET_BROKER_CONSUME_STATS), map keys. What is removed also leaves the body's
-    totals: its lag leaves totalDiff and, when ``counted`` (created since the baseline), its creation leaves the
-    table's version counter."""
+    one-entry map keyed by one (GET_BROKER_CONSUME_STATS), map keys; a list not ``ordered`` is sorted. What is
+    removed also leaves the body's totals: its lag leaves totalDiff and, when ``counted`` (created since the
+    baseline), its creation leaves the table's version counter."""
     *parents, last = rule.parts
     container = tree
     for part in parents:
@@ -483,6 +492,8 @@ def _drop(tree: dict, rule: Rule, names: Collection[str], counted: bool = False)
     elif isinstance(entries, list):
         gone = [item for item in entries if _named(item) in names]
         entries[:] = [item for item in entries if _named(item) not in names]
+        if not ordered:
+            entries.sort(key=str)
     else:
         return
     body = tree.get("body") or {}

@@ -60,6 +60,21 @@ class BrokerNode:
         return self.port + 1
 
 
+def wait_sampled(admin: MQAdmin, addrs: list[str], deadline: float) -> None:
+    """Until every broker answers GET_BROKER_RUNTIME_INFO: for about a second after it registers, a broker whose
+    store has not taken its first sample answers SYSTEM_ERROR (NoSuchElementException) instead."""
+    waiting = list(addrs)
+    while waiting:
+        try:
+            admin.fetch_broker_runtime_stats(waiting[0])
+            waiting.pop(0)
+            continue
+        except RemotingError as exc:
+            if time.monotonic() > deadline:
+                raise LaunchError(f"broker {waiting[0]} does not describe itself: {exc}") from None
+        time.sleep(0.2)
+
+
 class RealCluster:
     """Name server + ``brokers`` broker names (broker-a, broker-b, ...), each a master and, with ``slaves``, a slave.
 
@@ -246,6 +261,7 @@ class RealCluster:
                 except RemotingError:
                     seen = set()
                 if expected <= seen:
+                    wait_sampled(admin, [addr for *_, addr in expected], deadline)
                     return
                 time.sleep(0.2)
         raise LaunchError(f"brokers not registered after {timeout:.0f} s: expected {sorted(expected)}, saw {seen}")

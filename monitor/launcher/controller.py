@@ -15,7 +15,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from monitor.launcher.cluster import BOOT_SUCCESS, BROKER_MAIN, MASTER_ID, START_TIMEOUT, BrokerNode, RealCluster
+from monitor.launcher.cluster import (
+    BOOT_SUCCESS,
+    BROKER_MAIN,
+    MASTER_ID,
+    START_TIMEOUT,
+    BrokerNode,
+    RealCluster,
+    wait_sampled,
+)
 from monitor.launcher.home import write_properties
 from monitor.launcher.process import JavaProcess, LaunchError, free_port
 from monitor.remoting.errors import RemotingError
@@ -155,6 +163,7 @@ class ControllerCluster(RealCluster):
                     settled_since = time.monotonic() if complete else None
                 registered = seen
                 if settled_since is not None and time.monotonic() - settled_since >= SETTLE_SECONDS:
+                    wait_sampled(admin, list(by_addr), deadline)
                     break
                 time.sleep(0.5)
             else:

@@ -230,7 +230,9 @@ class Cycle:
         return self.readings.cluster_id
 
     async def _runtime(self, target: Target) -> None:
-        """The broker's cumulative counters; a broker that does not answer is down for this cycle."""
+        """The broker's cumulative counters; a broker that does not answer is down for this cycle. One that answers
+        with an error code is up, its counters unknown (nothing of it is proved idle): a 4.9.4 broker answers
+        SYSTEM_ERROR (NoSuchElementException) for about a second after it boots, before its store has sampled."""
         for attempt in range(RUNTIME_ATTEMPTS):
             try:
                 table = await self.requests.send(
@@ -239,6 +241,9 @@ class Cycle:
                     timeout=self.timeout,
                     strike=False,
                 )
+            except RemotingError as exc:
+                logger.info("runtime info of %s not read: %s", target.label, exc)
+                return
             except FAILED as exc:
                 if attempt + 1 == RUNTIME_ATTEMPTS:
                     self.requests.mark_down(target.addr, str(exc) or type(exc).__name__)

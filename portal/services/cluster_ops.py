@@ -28,6 +28,7 @@ with no master at all. Wire errors become :class:`ClusterOperationError` naming 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -39,10 +40,12 @@ from django.utils.translation import gettext as _
 from monitor.remoting import body as b
 from monitor.remoting.acl import AclCredentials
 from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE, MQAdmin
+from monitor.remoting.codes import ResponseCode
 from monitor.remoting.errors import (
     RemotingClientError,
     RemotingClosedError,
     RemotingConnectError,
+    RemotingError,
     RemotingTimeoutError,
 )
 from portal.models import Broker, BrokerRole, Cluster
@@ -54,6 +57,9 @@ logger = logging.getLogger(__name__)
 MAX_CONNECT_TIMEOUT = 3.0
 # Errors that mean "not there" rather than "said no".
 UNREACHABLE = (RemotingConnectError, RemotingTimeoutError, RemotingClosedError)
+# How often, and how far apart, a broker that cannot tell its version yet is asked again (see _version).
+RUNTIME_INFO_ATTEMPTS = 6
+RUNTIME_INFO_PAUSE = 0.5
 
 
 class ClusterOperationError(Exception):
@@ -121,12 +127,13 @@ def _on_broker(broker_name: str, addr: str) -> str:
 # --- brokers ------------------------------------------------------------------------------------------------------
 
 
-def _identity(admin: MQAdmin, broker_id: int, addr: str) -> tuple[str, str] | None:
+def _identity(admin: MQAdmin, broker_id: int, addr: str) -> tuple[str, str | None] | None:
     """(role, version) as the broker itself reports them (its brokerRole setting and its runtime info), or None if it
-    does not answer. A broker that answers with a refusal (e.g. the ACL credentials are wrong) raises."""
+    does not answer; the version is None while a broker that has just started cannot tell it yet. A broker that
+    refuses to answer (e.g. the ACL credentials are wrong) raises."""
     try:
-        version = b.BrokerRuntimeInfo.from_kvtable(admin.fetch_broker_runtime_stats(addr)).broker_version_desc or ""
         role = admin.get_broker_config(addr).get("brokerRole", "")
+        version = _version(admin, addr)
     except UNREACHABLE as exc:
         logger.warning("broker %s (id %s) did not answer: %s", addr, broker_id, exc)
         return None
@@ -135,10 +142,29 @@ def _identity(admin: MQAdmin, broker_id: int, addr: str) -> tuple[str, str] | No
     return role, version
 
 
+def _version(admin: MQAdmin, addr: str) -> str | None:
+    """The broker's version from its runtime info. A 4.9.4 broker answers that request with SYSTEM_ERROR
+    (NoSuchElementException: its store has not sampled yet) for about a second after it boots: asked again a few
+    times, then None (unknown). It answered the request before, so that error is not a refusal."""
+    for attempt in range(RUNTIME_INFO_ATTEMPTS):
+        if attempt:
+            time.sleep(RUNTIME_INFO_PAUSE)
+        try:
+            table = admin.fetch_broker_runtime_stats(addr)
+        except RemotingError as exc:
+            if exc.code != ResponseCode.SYSTEM_ERROR:
+                raise
+            logger.info("runtime info of broker %s not read yet: %s", addr, exc)
+            continue
+        return b.BrokerRuntimeInfo.from_kvtable(table).broker_version_desc or ""
+    return None
+
+
 def discover_brokers(cluster: Cluster) -> list[Broker]:
     """Upsert the cluster's Broker rows from what the name servers list, with each broker's role and version as it
     reports them; brokers no longer listed are kept with ``present=False``. A listed broker that does not answer
-    keeps its last known role and version (a slave's role is known from its id). Returns the listed brokers.
+    keeps its last known role and version (a slave's role is known from its id), one just started that cannot tell
+    its version yet keeps its last known version. Returns the listed brokers.
 
     Raises NameServerUnreachable if no name server answers, ClusterOperationError if a broker refuses to answer."""
     with admin_for(cluster) as admin:
@@ -157,7 +183,9 @@ def discover_brokers(cluster: Cluster) -> list[Broker]:
         for cluster_name, broker_name, broker_id, addr, identity in listed:
             fields = {"cluster_name": cluster_name, "address": addr, "present": True, "last_seen_at": now}
             if identity is not None:
-                fields["role"], fields["version"] = identity
+                fields["role"], version = identity
+                if version is not None:
+                    fields["version"] = version
             elif broker_id:
                 fields["role"] = BrokerRole.SLAVE
             broker, _created = Broker.objects.update_or_create(

@@ -7,10 +7,14 @@ from django.utils import timezone
 
 from monitor.collect.probe import probe_cluster
 from monitor.remoting.admin import MQAdmin
+from monitor.remoting.codes import RequestCode, ResponseCode
 from stats.models import BrokerMinute, BrokerProbe, ClusterMinute, ConsumeMinute, NameServerProbe, TopicMinute
 from tests.monitor.traffic_helpers import collect, plan, running, wait_for
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
+
+# What a real 4.9.4 broker answers GET_BROKER_RUNTIME_INFO with just after it boots.
+NOT_SAMPLED_YET = "java.util.NoSuchElementException, java.base/java.util.LinkedList.getLast(LinkedList.java:261)"
 
 
 def test_probes_record_every_name_server_and_broker(registered, traffic_sandbox):
@@ -77,3 +81,24 @@ def test_a_hung_broker_is_down_and_the_others_are_collected(registered, traffic_
     assert all(row.up and row.get_nums is not None for key, row in rows.items() if key != ("broker-a", 1))
     probe = BrokerProbe.objects.get(cluster_id=registered.pk, broker_name="broker-a", broker_id=1)
     assert not probe.ok and probe.listed and probe.attempts == settings.PROBE_ATTEMPTS
+
+
+def test_a_broker_that_cannot_give_its_runtime_info_yet_is_up_and_collected(registered, traffic_sandbox):
+    """A 4.9.4 broker answers GET_BROKER_RUNTIME_INFO with SYSTEM_ERROR for about a second after it boots (its store
+    has not sampled yet, seen on real servers) while it answers everything else: it is up, only its counters are
+    unknown."""
+    broker = traffic_sandbox.broker("broker-b")
+    original = broker._handlers[RequestCode.GET_BROKER_RUNTIME_INFO]
+
+    async def not_sampled_yet(conn, cmd):
+        return cmd.make_response(ResponseCode.SYSTEM_ERROR, NOT_SAMPLED_YET)
+
+    broker.register(RequestCode.GET_BROKER_RUNTIME_INFO, not_sampled_yet)
+    try:
+        report = collect(registered)
+    finally:
+        broker.register(RequestCode.GET_BROKER_RUNTIME_INFO, original)
+
+    assert report.brokers_down == []
+    row = BrokerMinute.objects.get(cluster_id=registered.pk, broker_name="broker-b", broker_id=0)
+    assert row.up and row.put_nums is not None and row.get_nums is not None

@@ -7,7 +7,7 @@ import pytest
 
 from monitor.remoting.acl import AclCredentials
 from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE, MQAdmin
-from monitor.remoting.codes import ResponseCode
+from monitor.remoting.codes import RequestCode, ResponseCode
 from monitor.remoting.errors import RemotingError
 from monitor.sandbox.cluster import SandboxCluster
 from portal.models import BrokerRole, Cluster, NameServer
@@ -103,6 +103,57 @@ def test_discover_brokers_without_an_answering_name_server_fails(db, fast_timeou
     with pytest.raises(NameServerUnreachable, match="No name server of cluster own answered"):
         cluster_ops.discover_brokers(cluster)
     assert cluster.brokers.count() == 0
+
+
+# What a real 4.9.4 broker answers GET_BROKER_RUNTIME_INFO with for about a second after it boots.
+NOT_SAMPLED_YET = "java.util.NoSuchElementException, java.base/java.util.LinkedList.getLast(LinkedList.java:261)"
+
+
+def answer_runtime_info_with_errors(sandbox, broker_name: str, errors: int | None) -> list:
+    """The broker answers GET_BROKER_RUNTIME_INFO with SYSTEM_ERROR ``errors`` times (None: always), as a 4.9.4
+    broker does until its store has sampled; returns the list of refused requests."""
+    broker = sandbox.broker(broker_name)
+    original = broker._handlers[RequestCode.GET_BROKER_RUNTIME_INFO]
+    refused = []
+
+    async def not_sampled_yet(conn, cmd):
+        if errors is None or len(refused) < errors:
+            refused.append(cmd)
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, NOT_SAMPLED_YET)
+        return await original(conn, cmd)
+
+    broker.register(RequestCode.GET_BROKER_RUNTIME_INFO, not_sampled_yet)
+    return refused
+
+
+def test_a_broker_that_just_booted_is_asked_again_for_its_version(db, own_sandbox, monkeypatch):
+    """Its SYSTEM_ERROR is no refusal (it answered its config just before): registering a cluster right after a
+    broker restarts must not fail."""
+    monkeypatch.setattr(cluster_ops, "RUNTIME_INFO_PAUSE", 0.0)
+    cluster = register(own_sandbox)
+    refused = answer_runtime_info_with_errors(own_sandbox, "broker-b", 2)
+
+    brokers = cluster_ops.discover_brokers(cluster)
+
+    assert len(refused) == 2
+    assert {(b.broker_name, b.role, b.version) for b in brokers} == {
+        ("broker-a", BrokerRole.ASYNC_MASTER, "V4_9_4"),
+        ("broker-b", BrokerRole.ASYNC_MASTER, "V4_9_4"),
+    }
+
+
+def test_a_broker_that_cannot_tell_its_version_yet_keeps_the_one_last_seen(db, own_sandbox, monkeypatch):
+    """After a few tries the discovery goes on without the version rather than failing or blanking it."""
+    monkeypatch.setattr(cluster_ops, "RUNTIME_INFO_PAUSE", 0.0)
+    cluster = register(own_sandbox)
+    cluster_ops.discover_brokers(cluster)
+    refused = answer_runtime_info_with_errors(own_sandbox, "broker-b", None)
+
+    cluster_ops.discover_brokers(cluster)
+
+    assert len(refused) == cluster_ops.RUNTIME_INFO_ATTEMPTS
+    broker = cluster.brokers.get(broker_name="broker-b")
+    assert (broker.present, broker.role, broker.version) == (True, BrokerRole.ASYNC_MASTER, "V4_9_4")
 
 
 # --- topics -------------------------------------------------------------------------------------------------------

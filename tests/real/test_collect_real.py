@@ -30,6 +30,7 @@ from monitor.collect.probe import probe_cluster
 from monitor.collect.traffic import CollectReport, collect_cluster
 from monitor.launcher.cluster import RealCluster
 from monitor.remoting.admin import MQAdmin, PullStatus
+from monitor.remoting.body import BrokerRuntimeInfo
 from monitor.remoting.errors import RemotingError
 from monitor.sandbox.traffic import Plan, Traffic, TrafficClient, TrafficOptions
 from monitor.sandbox.traffic.profiles import consumer, producer
@@ -144,12 +145,13 @@ def client(traffic: Traffic, role: str) -> TrafficClient:
 
 
 def stop_producer(traffic: Traffic, at_least: int) -> int:
-    """Once the producer has stored ``at_least`` messages, stop it; returns how many it stored."""
+    """Once the producer has stored ``at_least`` messages, stop it; returns how many it stored (a send that failed,
+    e.g. the C++ client's occasional "No route info" on a first send, is not counted; the tests compare the count
+    with what the brokers hold)."""
     sender = client(traffic, "producer")
     wait_for(lambda: sender.status().get("sent", 0) >= at_least, what="producer sending")
     sender.terminate()
     sender.reap(time.monotonic() + 15)
-    assert not sender.status().get("failed"), sender.status()
     return sender.status()["sent"]
 
 
@@ -195,6 +197,14 @@ def stored_bytes(admin: MQAdmin, addr: str, topic: str) -> tuple[int, int]:
             size += sum(message.store_size for message in result.messages)
             offset = result.next_begin_offset
     return count, size
+
+
+def commit_log_end(admin: MQAdmin, addr: str) -> int | None:
+    """Where the broker's commit log ends (None while it cannot tell: a 4.9.4 broker just booted)."""
+    try:
+        return BrokerRuntimeInfo.from_kvtable(admin.fetch_broker_runtime_stats(addr)).commit_log_max_offset
+    except RemotingError:
+        return None
 
 
 def stats_minute(admin: MQAdmin, addr: str, stat: str, key: str) -> int:
@@ -376,17 +386,19 @@ def test_reads_served_by_the_slave_are_summed_with_the_masters(db, slave_reading
         for queue_id in range(QUEUES):
             admin.update_consumer_offset(master, group, topic, queue_id, 0)
     # 200 messages of 1 KiB written before the consumer starts: a pull leaves the rest behind, so the next pulls of
-    # each queue go to the slave.
-    traffic_plan = Plan(
+    # each queue go to the slave, once the slave holds them (a new slave starts copying some 10 s after it boots;
+    # until then it sends the consumer back).
+    writing = Plan(
         topics={topic: QUEUES},
         groups={group: 16},
-        clients=[
-            producer(f"pg_{topic}", topic, 1.0, OPTIONS, backlog=200, body_bytes=1024),
-            consumer(group, topic, threads=1),
-        ],
+        clients=[producer(f"pg_{topic}", topic, 1.0, OPTIONS, backlog=200, body_bytes=1024)],
     )
-    with clients(slave_reading, traffic_plan, tmp_path, set_up=True) as traffic, slave_reading.admin() as admin:
+    with clients(slave_reading, writing, tmp_path / "producer", set_up=True) as traffic:
         sent = stop_producer(traffic, at_least=200)
+    with slave_reading.admin(timeout=10) as admin:
+        wait_for(lambda: commit_log_end(admin, slave) == commit_log_end(admin, master), what="the slave copying")
+    reading = Plan(topics={topic: QUEUES}, groups={group: 16}, clients=[consumer(group, topic, threads=1)])
+    with clients(slave_reading, reading, tmp_path / "consumer") as traffic, slave_reading.admin() as admin:
         reader = client(traffic, "consumer")
         wait_for(lambda: reader.status().get("received", 0) >= sent, what="consumer received everything")
         wait_for(lambda: caught_up(admin, group, topic, sent), what="consumer committed everything")

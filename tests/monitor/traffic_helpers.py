@@ -34,13 +34,21 @@ OPTIONS = TrafficOptions(rate=20.0, amplitude=0.0, backlog=0, status_interval=0.
 SLAVE_BEHIND_BYTES = 16 * 1024
 
 
-def wait_for(condition: Callable[[], object], timeout: float = WAIT, what: str = "condition"):
+def wait_for(
+    condition: Callable[[], object],
+    timeout: float = WAIT,
+    what: str = "condition",
+    state: Callable[[], object] | None = None,
+):
+    """Poll ``condition`` until it is true; on timeout the failure says what ``state`` (if given) last was."""
     deadline = time.monotonic() + timeout
     while True:
         result = condition()
         if result:
             return result
-        assert time.monotonic() < deadline, f"{what} not reached in {timeout:g} s"
+        assert time.monotonic() < deadline, f"{what} not reached in {timeout:g} s" + (
+            f" (last: {state()})" if state else ""
+        )
         time.sleep(0.1)
 
 

@@ -398,15 +398,12 @@ def test_name_server_config_has_the_real_keys_in_the_real_order(ns, admin):
 
 
 def test_paused_name_server_times_out_and_resumes(ns):
-    admin = MQAdmin(ns.addr, timeout=0.5)
-    try:
+    with MQAdmin(ns.addr, timeout=0.5) as impatient, MQAdmin(ns.addr) as patient:
         ns.pause()
         with pytest.raises(RemotingTimeoutError):
-            admin.examine_broker_cluster_info()
+            impatient.examine_broker_cluster_info()
         ns.resume()
-        assert admin.examine_broker_cluster_info().broker_addr_table == {}
-    finally:
-        admin.close()
+        assert patient.examine_broker_cluster_info().broker_addr_table == {}
 
 
 # --- the real C++ client (rocketmq==0.4.4) ---------------------------------------------------------------------

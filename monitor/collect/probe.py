@@ -22,8 +22,8 @@ from django.utils import timezone
 from monitor.remoting import body as b
 from monitor.remoting.acl import AclCredentials
 from monitor.remoting.admin import AsyncMQAdmin
-from monitor.remoting.errors import RemotingClientError
-from portal.models import Cluster
+from monitor.remoting.errors import ProtocolError, RemotingClientError
+from portal.models import BrokerRole, Cluster
 from stats.models import BrokerProbe, NameServerProbe
 from stats.store.health import store_probes
 
@@ -32,6 +32,9 @@ logger = logging.getLogger(__name__)
 MASTER_ID = 0
 SLAVE_ROLE = "SLAVE"
 RETRY_PAUSE = 0.2
+# What a broker says of itself is stored in bounded columns: longer text is cut, never allowed to fail the round.
+VERSION_MAX_LENGTH = BrokerProbe._meta.get_field("version").max_length
+NAME_MAX_LENGTH = min(BrokerProbe._meta.get_field(name).max_length for name in ("broker_name", "address"))
 
 
 @dataclass
@@ -100,7 +103,12 @@ async def _round(
             if cluster_info.value is not None:
                 for name, data in cluster_info.value.broker_addr_table.items():
                     for broker_id, addr in data.broker_addrs.items():
-                        listed[name, broker_id] = addr
+                        if _storable(name, broker_id, addr):
+                            listed[name, broker_id] = addr
+                        else:
+                            logger.warning(
+                                "name servers list an impossible broker %.80r id %s at %.80r", name, broker_id, addr
+                            )
         targets = sorted({**registered, **listed}.items())
         broker_answers = await asyncio.gather(
             *(_probe_broker(admin, addr, timeout=timeout, attempts=attempts) for _, addr in targets)
@@ -126,6 +134,12 @@ async def _round(
     return name_servers, brokers
 
 
+def _storable(broker_name: str, broker_id: int, addr: str) -> bool:
+    """Whether a broker the name servers list fits the probe's columns; one that cannot (a name or address longer
+    than any real one, an id beyond a Java int) would fail the whole round's write, so it is left out."""
+    return len(broker_name) <= NAME_MAX_LENGTH and len(addr) <= NAME_MAX_LENGTH and -(2**31) <= broker_id < 2**31
+
+
 async def _probe_broker(admin: AsyncMQAdmin, addr: str, *, timeout: float, attempts: int) -> Answer:
     """Runtime info, then (best effort) the brokerRole setting: ``value`` is (runtime info, role or "")."""
     answer = await _probe(lambda: admin.fetch_broker_runtime_stats(addr), timeout=timeout, attempts=attempts)
@@ -135,8 +149,13 @@ async def _probe_broker(admin: AsyncMQAdmin, addr: str, *, timeout: float, attem
     try:
         async with asyncio.timeout(timeout):
             role = (await admin.get_broker_config(addr)).get("brokerRole", "")
+    except ProtocolError as exc:  # the broker is up, but what it says about itself cannot be read
+        logger.warning("brokerRole of %s not read: %s", addr, exc)
     except (RemotingClientError, TimeoutError) as exc:  # a detail: the broker answered, which is what counts
         logger.info("brokerRole of %s not read: %s", addr, exc)
+    if role and role not in BrokerRole.values:
+        logger.warning("broker %s reports an unknown brokerRole %r; ignored", addr, role[:40])
+        role = ""
     answer.value = (b.BrokerRuntimeInfo.from_kvtable(answer.value), role)
     return answer
 
@@ -159,7 +178,7 @@ def _broker_row(
     if answer.value is None:
         return row
     info, role = answer.value
-    row.version = info.broker_version_desc or ""
+    row.version = (info.broker_version_desc or "")[:VERSION_MAX_LENGTH]
     row.role = role or (SLAVE_ROLE if broker_id != MASTER_ID else "")
     row.runtime_seconds = info.runtime_seconds
     row.put_tps = info.put_tps

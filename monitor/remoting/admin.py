@@ -20,8 +20,14 @@ from monitor.remoting.acl import AclCredentials
 from monitor.remoting.client import RemotingClient, ServerRequestHandler, expect_success
 from monitor.remoting.codes import RequestCode, ResponseCode, SerializeType
 from monitor.remoting.command import RemotingCommand
-from monitor.remoting.errors import RemotingClosedError, RemotingConnectError, RemotingError, RemotingTimeoutError
-from monitor.remoting.message import MessageExt, decode_messages, decode_offset_msg_id
+from monitor.remoting.errors import (
+    ProtocolError,
+    RemotingClosedError,
+    RemotingConnectError,
+    RemotingError,
+    RemotingTimeoutError,
+)
+from monitor.remoting.message import MessageExt, decode_messages, decode_offset_msg_id, parse_host
 from monitor.remoting.sync import run_sync
 
 MIXALL_RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
@@ -80,6 +86,15 @@ class RollbackStats:
 
 def retry_topic(group: str) -> str:
     return MIXALL_RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def _config_properties(response: RemotingCommand, addr: str) -> dict[str, str]:
+    """The Properties text of a GET_BROKER_CONFIG / GET_NAMESRV_CONFIG answer. A body that is not such text (not
+    UTF-8, a broken escape) is a ProtocolError naming the server, so a caller probing many servers can say which."""
+    try:
+        return b.parse_properties(response.body)
+    except ProtocolError as exc:
+        raise ProtocolError(f"configuration from {addr} is unreadable: {exc}") from None
 
 
 class AsyncMQAdmin:
@@ -160,7 +175,7 @@ class AsyncMQAdmin:
         configs = {}
         for addr in addrs or self.namesrv_addrs:
             response = await self.call(addr, self._command(RequestCode.GET_NAMESRV_CONFIG))
-            configs[addr] = b.parse_properties(response.body.decode("utf-8"))
+            configs[addr] = _config_properties(response, addr)
         return configs
 
     async def update_name_server_config(self, properties: dict[str, str], addrs: Iterable[str] | None = None) -> None:
@@ -286,7 +301,7 @@ class AsyncMQAdmin:
 
     async def get_broker_config(self, broker_addr: str) -> dict[str, str]:
         response = await self.call(broker_addr, self._command(RequestCode.GET_BROKER_CONFIG))
-        return b.parse_properties(response.body.decode("utf-8"))
+        return _config_properties(response, broker_addr)
 
     async def update_broker_config(self, broker_addr: str, properties: dict[str, str]) -> None:
         body = b.format_properties(properties).encode("utf-8")
@@ -447,24 +462,65 @@ class AsyncMQAdmin:
         self, topic: str, key: str, max_num: int = 64, begin: int = 0, end: int = MAX_TIMESTAMP
     ) -> list[MessageExt]:
         """Messages whose KEYS contain `key`, from every broker of the topic (master, else any replica)."""
+        found = await self._query_index(topic, key, max_num, begin, end, unique_key=False)
+        return [m for m in found if key in m.keys]
+
+    async def query_message_by_uniq_key(
+        self, topic: str, uniq_key: str, max_num: int = 32, begin: int = 0, end: int = MAX_TIMESTAMP
+    ) -> list[MessageExt]:
+        """Messages of `topic` whose producer id (UNIQ_KEY: the msgId a client's send returns) is `uniq_key`
+        (MQAdminImpl.queryMessageByUniqKey). More than one when a producer's retry stored the message again."""
+        found = await self._query_index(topic, uniq_key, max_num, begin, end, unique_key=True)
+        return [m for m in found if m.uniq_key == uniq_key]
+
+    async def _query_index(
+        self, topic: str, key: str, max_num: int, begin: int, end: int, *, unique_key: bool
+    ) -> list[MessageExt]:
+        """QUERY_MESSAGE to every broker of the topic (master, else any replica). The index matches a hash of the
+        key, so callers keep only the messages that really carry it."""
         route = await self.examine_topic_route_info(topic)
         header = h.QueryMessageRequestHeader(
             topic=topic, key=key, max_num=max_num, begin_timestamp=begin, end_timestamp=end
         )
+        flag = "true" if unique_key else "false"
         messages: list[MessageExt] = []
         for bd in route.broker_datas:
             addr = bd.master_addr or next(iter(bd.broker_addrs.values()), None)
             if not addr:
                 continue
-            cmd = self._command(RequestCode.QUERY_MESSAGE, header, _UNIQUE_KEY_QUERY="false")
+            cmd = self._command(RequestCode.QUERY_MESSAGE, header, _UNIQUE_KEY_QUERY=flag)
             response = await self.call(addr, cmd, ResponseCode.QUERY_NOT_FOUND)
             if response.code == ResponseCode.SUCCESS:
-                messages.extend(m for m in decode_messages(response.body) if key in m.keys)
+                messages.extend(decode_messages(response.body))
         return messages
 
+    async def is_cluster_broker(self, addr: str) -> bool:
+        """Whether the name servers list `addr` ("ip:port") as a broker of the cluster, master or slave; spellings
+        of the same address ("[::1]:10911", "::1:10911") are the same broker."""
+        wanted = parse_host(addr)
+        info = await self.examine_broker_cluster_info()
+        for bd in info.broker_addr_table.values():
+            for known in bd.broker_addrs.values():
+                try:
+                    if parse_host(known) == wanted:
+                        return True
+                except ValueError:  # a host name: an offset id never holds one
+                    continue
+        return False
+
     async def view_message(self, offset_msg_id: str) -> MessageExt:
-        """A message by its offset id (store host + commit-log offset), read from that broker."""
+        """A message by its offset id (store host + commit-log offset), read from that broker.
+
+        The store host comes out of the id, which is user input: it is connected to only when it is a broker of
+        the cluster. Connecting wherever an id points would let whoever types one (in the CLI or the portal) send
+        requests to any host and port (request forgery); a producer's id (UNIQ_KEY) read as an offset id points
+        at such a made-up address."""
         addr, offset = decode_offset_msg_id(offset_msg_id)
+        if not await self.is_cluster_broker(addr):
+            raise ValueError(
+                f"{offset_msg_id!r} is not an offset message id of this cluster: the store host it names, {addr},"
+                " is not one of its brokers"
+            )
         header = h.ViewMessageRequestHeader(offset=offset)
         response = await self.call(addr, self._command(RequestCode.VIEW_MESSAGE_BY_ID, header))
         messages = decode_messages(response.body)

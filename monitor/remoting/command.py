@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,8 +29,12 @@ from monitor.remoting.javahash import java_hashmap_order
 # RocketMQ's default com.rocketmq.remoting.frameMaxLength.
 MAX_FRAME_LENGTH = 16 * 1024 * 1024
 _INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
 _PREFIX = struct.Struct(">iI")
 _BIN_FIXED = struct.Struct(">hBhii")  # code, language, version, opaque, flag
+_JAVA_INT_MIN, _JAVA_INT_MAX = -(2**31), 2**31 - 1
+# At most 10 ASCII digits: a longer string is out of range anyway, and int() never meets Python's digit limit.
+_JAVA_INT_TEXT = re.compile(r"-?[0-9]{1,10}")
 _HEADER_FIELDS = frozenset(
     {"code", "language", "version", "opaque", "flag", "remark", "extFields", "serializeTypeCurrentRPC"}
 )
@@ -81,9 +86,9 @@ class RemotingCommand:
 
     def ext(self, name: str, default: str | None = None) -> str | None:
         """An extFields value as the string Java would see (the C++ client sends some as JSON numbers)."""
-        if not self.ext_fields or name not in self.ext_fields:
+        value = self.ext_fields.get(name) if self.ext_fields else None
+        if value is None:  # absent, or null as fastjson reads a HashMap entry without value
             return default
-        value = self.ext_fields[name]
         if isinstance(value, bool):
             return "true" if value else "false"
         return value if isinstance(value, str) else str(value)
@@ -134,18 +139,24 @@ def _language_byte(language: str) -> int:
 
 
 def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
-    """RocketMQSerializable.rocketMQProtocolEncode: fixed fields, remark, then length-prefixed extFields."""
+    """RocketMQSerializable.rocketMQProtocolEncode: fixed fields, remark, then length-prefixed extFields.
+
+    The layout has 16-bit code, version and key lengths: a command that does not fit raises ProtocolError (the
+    server that would send it logs that and sends nothing), as an over-long frame does."""
     remark = (cmd.remark or "").encode() if cmd.remark is not None else b""
-    out = bytearray(_BIN_FIXED.pack(cmd.code, _language_byte(cmd.language), cmd.version, cmd.opaque, cmd.flag))
-    out += _INT.pack(len(remark)) + remark
-    ext = bytearray()
-    if cmd.ext_fields:
-        for key in java_hashmap_order(list(cmd.ext_fields)):
-            value = cmd.ext_fields[key]
-            kb = key.encode()
-            vb = (value if isinstance(value, str) else str(value)).encode()
-            ext += struct.pack(">h", len(kb)) + kb + _INT.pack(len(vb)) + vb
-    out += _INT.pack(len(ext)) + ext
+    try:
+        out = bytearray(_BIN_FIXED.pack(cmd.code, _language_byte(cmd.language), cmd.version, cmd.opaque, cmd.flag))
+        out += _INT.pack(len(remark)) + remark
+        ext = bytearray()
+        if cmd.ext_fields:
+            for key in java_hashmap_order(list(cmd.ext_fields)):
+                value = cmd.ext_fields[key]
+                kb = key.encode()
+                vb = (value if isinstance(value, str) else str(value)).encode()
+                ext += _SHORT.pack(len(kb)) + kb + _INT.pack(len(vb)) + vb
+        out += _INT.pack(len(ext)) + ext
+    except struct.error as exc:
+        raise ProtocolError(f"command does not fit the ROCKETMQ header layout: {exc}") from None
     return bytes(out)
 
 
@@ -166,11 +177,14 @@ def encode_frame(cmd: RemotingCommand) -> bytes:
 
 
 def _require_int(header: dict, name: str, default: int | None = None) -> int:
+    """A Java int field of the header (fastjson also reads one from a string of ASCII digits)."""
     value = header.get(name, default)
+    if isinstance(value, str) and _JAVA_INT_TEXT.fullmatch(value):
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.lstrip("-").isdigit():
-            return int(value)
-        raise ProtocolError(f"header field {name!r} must be an integer, got {value!r}")
+        raise ProtocolError(f"header field {name!r} must be an integer, got {value!r:.60}")
+    if not _JAVA_INT_MIN <= value <= _JAVA_INT_MAX:
+        raise ProtocolError(f"header field {name!r} is out of the Java int range: {value!r:.40}")
     return value
 
 
@@ -179,6 +193,8 @@ def decode_json_header(raw: bytes) -> dict[str, Any]:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProtocolError(f"JSON header is not valid JSON: {exc}") from None
+    except RecursionError:  # the C scanner gives up on arrays or objects nested thousands deep
+        raise ProtocolError("JSON header is nested too deeply") from None
     if not isinstance(header, dict):
         raise ProtocolError("JSON header is not an object")
     return header
@@ -200,7 +216,7 @@ def decode_rocketmq_header(raw: bytes) -> dict[str, Any]:
     ext: dict[str, str] | None = {} if ext_len else None
     end = pos + ext_len
     while pos < end:
-        key, pos = _read_sized(view, pos, struct.Struct(">h"), "extFields key", end)
+        key, pos = _read_sized(view, pos, _SHORT, "extFields key", end)
         value, pos = _read_sized(view, pos, _INT, "extFields value", end)
         ext[key] = value
     try:

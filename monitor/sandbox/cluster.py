@@ -9,7 +9,8 @@ stopped broker at once, as a real one does when the connection drops.
 
 The other faults a monitor has to notice are one call each, aimed at ``"namesrv"``, a broker name (its master) or
 ``"NAME:ID"`` (:meth:`~SandboxCluster.server`): :meth:`~SandboxCluster.hang` (connections are accepted, nothing is
-answered, like a hung JVM), :meth:`~SandboxCluster.slow_down`, :meth:`~SandboxCluster.drop_responses`, and
+answered, like a hung JVM), :meth:`~SandboxCluster.slow_down`, :meth:`~SandboxCluster.drop_responses`,
+:meth:`~SandboxCluster.corrupt_answers` (one request code answered with a body of the test's choosing), and
 :meth:`~SandboxCluster.heal` to undo them.
 """
 
@@ -128,15 +129,20 @@ class SandboxCluster:
         """Silently lose this share (0..1) of ``target``'s answers; the clients time out on them."""
         self.server(target).set_drop_ratio(ratio)
 
+    def corrupt_answers(self, target: str, code: int, body: bytes) -> None:
+        """Answer ``target``'s requests of ``code`` with ``body`` (e.g. configuration text that is not UTF-8)."""
+        self.server(target).set_answer_body(code, body)
+
     def heal(self, target: str | None = None) -> None:
-        """Undo hang, slow_down and drop_responses on ``target``, or on every server (stopped brokers stay
-        stopped: :meth:`start_broker` brings them back)."""
+        """Undo hang, slow_down, drop_responses and corrupt_answers on ``target``, or on every server (stopped
+        brokers stay stopped: :meth:`start_broker` brings them back)."""
         servers = [self.server(target)] if target is not None else [self.namesrv, *self.brokers.values()]
         for server in servers:
             if server.paused:
                 server.resume()
             server.set_delay(0)
             server.set_drop_ratio(0)
+            server.clear_answer_bodies()
 
     def __enter__(self) -> Self:
         return self.start()

@@ -13,8 +13,10 @@ A sandbox server has to be more than a function from request to response, becaus
   the client just times out (``answer_unknown_codes=False``);
 * failures must look like real ones for the monitor's tests and the demo: :meth:`RemotingServer.pause` accepts
   connections but answers nothing, like a hung JVM; :meth:`~RemotingServer.set_delay` slows every answer,
-  :meth:`~RemotingServer.set_drop_ratio` loses a share of them, and :meth:`~RemotingServer.stop` followed by
-  :meth:`~RemotingServer.start` restarts on the same port, as a restarted broker comes back at its address.
+  :meth:`~RemotingServer.set_drop_ratio` loses a share of them, :meth:`~RemotingServer.set_answer_body` answers
+  one request code with a body of the test's choosing (bytes a client cannot read, such as Properties text that is
+  not UTF-8), and :meth:`~RemotingServer.stop` followed by :meth:`~RemotingServer.start` restarts on the same port,
+  as a restarted broker comes back at its address.
 
 Response rules follow NettyRemotingAbstract.processRequestCommand (4.9.4): a response carries the request's opaque
 and serialize type, oneway requests are never answered, and a handler that raises is answered with SYSTEM_ERROR and
@@ -201,6 +203,7 @@ class RemotingServer:
         self._answering: asyncio.Event | None = None
         self._delay = 0.0
         self._drop_ratio = 0.0
+        self._answer_bodies: dict[int, bytes] = {}
         self._random = random.Random()
 
     # --- configuration -------------------------------------------------------------------------------------------
@@ -250,6 +253,18 @@ class RemotingServer:
         if not 0.0 <= ratio <= 1.0:
             raise ValueError("drop ratio must be between 0 and 1")
         self._drop_ratio = float(ratio)
+
+    def set_answer_body(self, code: int, body: bytes | None) -> None:
+        """Answer requests of ``code`` with ``body`` in place of the handler's (None: the handler's again), as a
+        broken or hostile server would; the frame around it stays well-formed, so only the body decoder sees it."""
+        if body is None:
+            self._answer_bodies.pop(int(code), None)
+        else:
+            self._answer_bodies[int(code)] = bytes(body)
+
+    def clear_answer_bodies(self) -> None:
+        """Undo every :meth:`set_answer_body`."""
+        self._answer_bodies.clear()
 
     def _set_answering(self, answering: bool) -> None:
         event = self._answering
@@ -488,6 +503,8 @@ class RemotingServer:
         if self._drop_ratio and self._random.random() < self._drop_ratio:
             log.debug("%s server: dropping the answer to code %s (opaque %s)", self.name, cmd.code, cmd.opaque)
             return
+        if cmd.code in self._answer_bodies:
+            response.body = self._answer_bodies[cmd.code]
         try:
             conn.send(response)
         except ProtocolError as exc:  # e.g. a body over the frame limit: nothing sendable, the client times out

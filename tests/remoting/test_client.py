@@ -2,6 +2,7 @@
 
 import asyncio
 import socket
+import struct
 import time
 
 import pytest
@@ -200,3 +201,40 @@ def test_bad_addresses_are_refused_before_connecting():
             await client.invoke("no-port-here", RemotingCommand.request(28))
 
     run(main())
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        struct.pack(">i", -1),  # absurd length
+        struct.pack(">iI", 4 + 20_000, 20_000) + b"[" * 20_000,  # JSON header nested past the stack
+        struct.pack(">iI", 4 + 14, 14) + b'{"code":"--5"}',  # an integer Java could not read
+        struct.pack(">iI", 4 + 6, (1 << 24) | 6) + b"\0" * 6,  # ROCKETMQ header cut short
+    ],
+    ids=["absurd-length", "deep-json-header", "bad-integer", "short-binary-header"],
+)
+def test_a_malformed_frame_fails_only_the_requests_of_its_connection(garbage):
+    """Every request waiting on the connection gets ProtocolError naming the server; another server's connection in
+    the same client is untouched."""
+
+    def broken(cmd):
+        return garbage if cmd.ext("last") else None  # answer nothing until the last request, then garbage
+
+    with Responder(broken) as bad, Responder() as good:
+
+        async def main():
+            client = RemotingClient(timeout=5)
+            await client.invoke(good.addr, RemotingCommand.request(28, body=b"before"))
+            waiting = [asyncio.create_task(client.invoke(bad.addr, RemotingCommand.request(28))) for _ in range(3)]
+            await asyncio.sleep(0.05)
+            last = await asyncio.gather(
+                client.invoke(bad.addr, RemotingCommand.request(28, {"last": "1"})), *waiting, return_exceptions=True
+            )
+            after = await client.invoke(good.addr, RemotingCommand.request(28, body=b"after"))
+            await client.close()
+            return last, after
+
+        failures, after = run(main())
+    assert all(isinstance(failure, ProtocolError) and bad.addr in str(failure) for failure in failures)
+    assert after.body == b"after"
+    assert good.connections == 1  # the good server's connection was never dropped

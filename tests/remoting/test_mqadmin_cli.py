@@ -561,7 +561,8 @@ def test_query_msg_by_id_rejects_a_producer_id_before_sending_anything(cluster):
     result = fails(cluster, "queryMsgById", "-i", "7F0000016CA35FFD2B276C5640FE0000")
     assert str(result.error) == (
         "queryMsgById: '7F0000016CA35FFD2B276C5640FE0000' is not an offset message id (port 1822646269, "
-        "offset 3109573185435992064); a producer-side id (UNIQ_KEY) cannot be looked up by offset"
+        "offset 3109573185435992064); a producer-side id (UNIQ_KEY) cannot be looked up by offset; "
+        "give its topic with -t to look it up as a producer's message id (UNIQ_KEY)"
     )
     assert cluster.received == []
 

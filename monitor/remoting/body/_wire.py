@@ -326,18 +326,23 @@ def _load_int(value: Any) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and _INT_TEXT.fullmatch(value):
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits())
+            raise _Mismatch(f"integer of {len(value)} characters is too long") from None
     raise _Mismatch(f"expected an integer, got {_kind(value)}")
 
 
 def _load_float(value: Any) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
-        except ValueError:
-            pass
+        if isinstance(value, str):
+            return float(value)
+    except ValueError:
+        pass
+    except OverflowError:  # an integer beyond the range of a double
+        raise _Mismatch(f"number too large for a double: {_kind(value)}") from None
     raise _Mismatch(f"expected a number, got {_kind(value)}")
 
 

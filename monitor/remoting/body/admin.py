@@ -154,11 +154,26 @@ def _store_convert(text: str, *, is_key: bool) -> str:
 # --- GET_BROKER_RUNTIME_INFO ------------------------------------------------------------------------------------------
 
 
+_JAVA_LONG_MIN, _JAVA_LONG_MAX = -(2**63), 2**63 - 1
+_JAVA_INT_MIN, _JAVA_INT_MAX = -(2**31), 2**31 - 1
+
+
 def _int(text: str) -> int | None:
+    """A Java long figure; anything a long cannot hold is not a figure the broker meant (and fits no column)."""
+    return _bounded_int(text, _JAVA_LONG_MIN, _JAVA_LONG_MAX)
+
+
+def _int32(text: str) -> int | None:
+    """A Java int figure (thread pool queue sizes)."""
+    return _bounded_int(text, _JAVA_INT_MIN, _JAVA_INT_MAX)
+
+
+def _bounded_int(text: str, low: int, high: int) -> int | None:
     try:
-        return int(text.strip())
-    except ValueError:
+        value = int(text.strip())
+    except ValueError:  # not a number, or more digits than Python converts
         return None
+    return value if low <= value <= high else None
 
 
 def _float(text: str) -> float | None:
@@ -234,15 +249,15 @@ class BrokerRuntimeInfo:
     put_latency99: float | None = _figure("putLatency99", _float)
     put_latency999: float | None = _figure("putLatency999", _float)
     page_cache_lock_time_mills: int | None = _figure("pageCacheLockTimeMills", _int)
-    send_thread_pool_queue_size: int | None = _figure("sendThreadPoolQueueSize", _int)
-    send_thread_pool_queue_capacity: int | None = _figure("sendThreadPoolQueueCapacity", _int)
+    send_thread_pool_queue_size: int | None = _figure("sendThreadPoolQueueSize", _int32)
+    send_thread_pool_queue_capacity: int | None = _figure("sendThreadPoolQueueCapacity", _int32)
     send_thread_pool_queue_head_wait_time_mills: int | None = _figure("sendThreadPoolQueueHeadWaitTimeMills", _int)
-    pull_thread_pool_queue_size: int | None = _figure("pullThreadPoolQueueSize", _int)
-    pull_thread_pool_queue_capacity: int | None = _figure("pullThreadPoolQueueCapacity", _int)
+    pull_thread_pool_queue_size: int | None = _figure("pullThreadPoolQueueSize", _int32)
+    pull_thread_pool_queue_capacity: int | None = _figure("pullThreadPoolQueueCapacity", _int32)
     pull_thread_pool_queue_head_wait_time_mills: int | None = _figure("pullThreadPoolQueueHeadWaitTimeMills", _int)
-    query_thread_pool_queue_size: int | None = _figure("queryThreadPoolQueueSize", _int)
-    query_thread_pool_queue_capacity: int | None = _figure("queryThreadPoolQueueCapacity", _int)
-    ack_thread_pool_queue_size: int | None = _figure("ackThreadPoolQueueSize", _int)
+    query_thread_pool_queue_size: int | None = _figure("queryThreadPoolQueueSize", _int32)
+    query_thread_pool_queue_capacity: int | None = _figure("queryThreadPoolQueueCapacity", _int32)
+    ack_thread_pool_queue_size: int | None = _figure("ackThreadPoolQueueSize", _int32)
     ack_thread_pool_queue_head_wait_time_mills: int | None = _figure("ackThreadPoolQueueHeadWaitTimeMills", _int)
     broker_active: bool | None = _figure("brokerActive", _bool)
     timer_read_behind: int | None = _figure("timerReadBehind", _int)
@@ -265,10 +280,12 @@ class BrokerRuntimeInfo:
     def runtime_seconds(self) -> int | None:
         """``"[ 0 days, 0 hours, 8 minutes, 18 seconds ]"`` -> 498."""
         match = _RUNTIME.search(self.runtime or "")
-        if not match:
+        parts = [_int(part) for part in match.groups()] if match else [None]
+        if None in parts:
             return None
-        days, hours, minutes, seconds = (int(part) for part in match.groups())
-        return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+        days, hours, minutes, seconds = parts
+        total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+        return total if total <= _JAVA_LONG_MAX else None
 
     @property
     def commit_log_disk_ratio_by_path(self) -> dict[str, float | None]:

@@ -42,6 +42,7 @@ from monitor.remoting.acl import AclCredentials
 from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE, MQAdmin
 from monitor.remoting.codes import ResponseCode
 from monitor.remoting.errors import (
+    ProtocolError,
     RemotingClientError,
     RemotingClosedError,
     RemotingConnectError,
@@ -136,6 +137,9 @@ def _identity(admin: MQAdmin, broker_id: int, addr: str) -> tuple[str, str | Non
         version = _version(admin, addr)
     except UNREACHABLE as exc:
         logger.warning("broker %s (id %s) did not answer: %s", addr, broker_id, exc)
+        return None
+    except ProtocolError as exc:  # it answered, but with bytes no broker sends: its identity stays unknown
+        logger.warning("broker %s (id %s) answered unreadably: %s", addr, broker_id, exc)
         return None
     if role not in BrokerRole.values:
         role = BrokerRole.SLAVE if broker_id else ""

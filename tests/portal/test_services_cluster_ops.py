@@ -96,6 +96,17 @@ def test_a_broker_the_name_server_no_longer_lists_is_kept_as_not_present(own_san
     assert gone.role == BrokerRole.ASYNC_MASTER  # what it was last seen as
 
 
+def test_a_broker_whose_config_is_unreadable_keeps_its_known_identity_and_the_others_are_discovered(own_sandbox):
+    cluster = register(own_sandbox)
+    cluster_ops.discover_brokers(cluster)
+    own_sandbox.corrupt_answers("broker-b", RequestCode.GET_BROKER_CONFIG, b"brokerRole=\xff\xfe\n")
+
+    listed = cluster_ops.discover_brokers(cluster)
+
+    assert sorted(b.broker_name for b in listed) == ["broker-a", "broker-b"]
+    assert cluster.brokers.get(broker_name="broker-b").role == BrokerRole.ASYNC_MASTER  # as last read
+
+
 def test_discover_brokers_without_an_answering_name_server_fails(db, fast_timeouts, own_sandbox):
     cluster = register(own_sandbox)
     own_sandbox.hang("namesrv")

@@ -131,7 +131,9 @@ def can_decide(user, application) -> bool:
 
 
 def can_cancel(user, application) -> bool:
-    return application.is_pending and (application.applicant_id == user.pk or is_portal_admin(user))
+    """Only the applicant withdraws an application; whoever decides it (a portal admin included) rejects it, with a
+    reason the applicant is told."""
+    return application.is_pending and application.applicant_id == user.pk
 
 
 def can_manage_team(user, team) -> bool:

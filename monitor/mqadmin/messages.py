@@ -191,23 +191,70 @@ def render_messages(result: list[MessageView], args: argparse.Namespace) -> str:
 # --- queryMsgById ---------------------------------------------------------------------------------------------------
 
 
+_UNIQ_KEY_HINT = "give its topic with -t to look it up as a producer's message id (UNIQ_KEY)"
+
+
+def _store_host(msg_id: str, topic: str | None) -> str | None:
+    """The store host `msg_id` names if read as an offset id; None if it cannot be one (then, without a topic,
+    a clear error: it can only be a producer's id)."""
+    try:
+        addr, _ = decode_offset_msg_id(msg_id)
+    except ValueError as exc:
+        if topic is None:
+            raise MQAdminError(f"{exc}; {_UNIQ_KEY_HINT}") from None
+        return None
+    return addr
+
+
+def _is_offset_id(admin: MQAdmin, msg_id: str, addr: str | None, topic: str | None) -> bool:
+    """Whether `msg_id` is read as an offset id (True) or looked up as a producer's id in `topic` (False).
+
+    Both ids are 16 bytes of hex, so the bytes alone do not tell them apart: a producer's id (client IP, pid,
+    class-loader hash, time, counter) read as an offset id names a made-up store host. An id is an offset id only
+    when the store host it names is a broker of the cluster, so no other address is ever connected to; otherwise,
+    as mqadmin 5 does, it is looked up by unique key in the topic given with -t."""
+    if addr is not None and admin.is_cluster_broker(addr):
+        return True
+    if topic is None:
+        raise MQAdminError(
+            f"{msg_id!r} is not an offset message id of this cluster (the store host it would name, {addr}, is not"
+            f" one of its brokers); {_UNIQ_KEY_HINT}"
+        )
+    return False
+
+
+def _find_by_uniq_key(admin: MQAdmin, topic: str, msg_id: str) -> MessageExt:
+    found = admin.query_message_by_uniq_key(topic, msg_id)
+    if not found:
+        raise MQAdminError(f"no message with id {msg_id} in topic [{topic}] (neither an offset id nor a UNIQ_KEY)")
+    return found[0]
+
+
 def query_msg_by_id(admin: MQAdmin, args: argparse.Namespace) -> list[MessageView]:
-    """Each id (comma-separated, as mqadmin takes them) is checked before anything is sent, so a mistyped id fails
-    the whole command up front."""
+    """Each id (comma-separated, as mqadmin takes them) is resolved before any broker is asked, so a mistyped id
+    fails the whole command up front."""
     ids = [part.strip() for part in args.msg_id.split(",") if part.strip()]
     if not ids:
         raise ValueError("no message id given")
-    for msg_id in ids:
-        decode_offset_msg_id(msg_id)
+    hosts = [_store_host(msg_id, args.topic) for msg_id in ids]
+    by_offset = [_is_offset_id(admin, msg_id, addr, args.topic) for msg_id, addr in zip(ids, hosts, strict=True)]
     views = []
-    for msg_id in ids:
-        views.append(message_view(admin, admin.view_message(msg_id)))
+    for msg_id, offset_id in zip(ids, by_offset, strict=True):
+        msg = admin.view_message(msg_id) if offset_id else _find_by_uniq_key(admin, args.topic, msg_id)
+        views.append(message_view(admin, msg))
     return views
 
 
 def _query_msg_by_id_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "-i", "--msgId", dest="msg_id", required=True, help="offset message id(s), comma-separated (OffsetID)"
+        "-i",
+        "--msgId",
+        dest="msg_id",
+        required=True,
+        help="message id(s), comma-separated: offset ids (OffsetID), or with -t the ids producers got (UNIQ_KEY)",
+    )
+    parser.add_argument(
+        "-t", "--topic", help="topic name: ids that are not offset ids of this cluster are looked up by unique key"
     )
 
 

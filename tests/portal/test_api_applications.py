@@ -264,6 +264,14 @@ def test_deciding_an_application_that_is_no_longer_pending_is_a_conflict(member,
     assert Application.objects.get(pk=submitted["id"]).state == ApplicationState.CANCELLED
 
 
+def test_only_the_applicant_cancels_through_the_api(member, portal_admin, team, cluster):
+    submitted = submit(logged_in(member), **new_topic(team, cluster, "API_NOT_YOURS")).data
+    url = reverse("api:application-cancel", args=[submitted["id"]])
+    assert logged_in(portal_admin).post(url).status_code == 403
+    assert Application.objects.get(pk=submitted["id"]).state == ApplicationState.PENDING
+    assert logged_in(member).post(url).data["state"] == "cancelled"
+
+
 def test_a_rejection_needs_a_reason_and_notifies_the_applicant(member, portal_admin, team, cluster):
     submitted = submit(logged_in(member), **new_topic(team, cluster, "API_REJECTED")).data
     url = reverse("api:application-reject", args=[submitted["id"]])

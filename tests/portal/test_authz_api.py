@@ -162,7 +162,7 @@ CASES = [
         lambda w: {"pk": w.application.pk},
         lambda w: {"reason": "use the existing topic"},
     ),
-    Case("api:application-cancel", "POST", (401, 404, 200, 403, 200), lambda w: {"pk": w.application.pk}),
+    Case("api:application-cancel", "POST", (401, 404, 200, 403, 403), lambda w: {"pk": w.application.pk}),
     Case("api:audit-entry-list", "GET", (401, 403, 403, 403, 200)),
     Case("api:audit-entry-detail", "GET", (401, 403, 403, 403, 200), lambda w: {"pk": w.audit_entry.pk}),
     Case("api:notification-list", "GET", (401, 200, 200, 200, 200)),
@@ -175,6 +175,8 @@ CASES = [
         (200, 200, 200, 200, 200),
         data=lambda w: {"username": w.member.username, "password": PASSWORD},
     ),
+    Case("api:token", "DELETE", (401, 204, 204, 204, 204)),
+    Case("api:token-rotate", "POST", (401, 201, 201, 201, 201)),
     # producers report with their group's token (test_producer_reports.py), never with a user's credentials
     Case(
         "api:producer-reports", "POST", (401, 401, 401, 401, 401), data=lambda w: {"reports": []}, challenge="Producer"

@@ -64,6 +64,7 @@ class Page:
 MATRIX: dict[str, Page] = {
     # --- outside the portal's pages
     "healthz": Page(get=OPEN, post=OPEN),
+    "favicon": Page(get=expect(302, 302, 302, 302, 302), post=GET_ONLY_PUBLIC),
     "set_language": Page(get=expect(302, 302, 302, 302, 302), post=expect(302, 302, 302, 302, 302)),
     # --- account
     "login": Page(get=expect(200, 302, 302, 302, 302), post=expect(200, 302, 302, 302, 302)),
@@ -72,6 +73,7 @@ MATRIX: dict[str, Page] = {
     "profile-language": Page(
         get=GET_ONLY, post=expect(LOGIN, 302, 302, 302, 302), data=lambda world: {"language": "en"}
     ),
+    "profile-api-token": Page(get=GET_ONLY, post=SIGNED_IN, data=lambda w: {"action": "rotate"}),
     "dashboard": Page(get=SIGNED_IN, post=GET_ONLY),
     "notification-list": Page(get=SIGNED_IN, post=expect(LOGIN, 302, 302, 302, 302), data=lambda w: {"all": "1"}),
     # --- registry: topic information is public, the rest needs a login
@@ -113,8 +115,8 @@ MATRIX: dict[str, Page] = {
     "application-list": Page(get=SIGNED_IN, post=GET_ONLY),
     # the member's application for their team: the outsider may not see it
     "application-detail": Page(get=expect(LOGIN, 404, 200, 200, 200), post=GET_ONLY, args=lambda w: [w.application.pk]),
-    # only the applicant (and portal admins) cancel; the team admin sees it but may not
-    "application-cancel": Page(get=GET_ONLY, post=expect(LOGIN, 404, 302, 403, 302), args=lambda w: [w.application.pk]),
+    # only the applicant cancels; the team admin and the portal admin see it but may not (admins reject)
+    "application-cancel": Page(get=GET_ONLY, post=expect(LOGIN, 404, 302, 403, 403), args=lambda w: [w.application.pk]),
     # --- teams: everyone signed in sees them; team admins manage their own team's membership
     "team-list": Page(get=SIGNED_IN, post=GET_ONLY),
     "team-detail": Page(get=SIGNED_IN, post=GET_ONLY, args=lambda w: [w.team.pk]),

@@ -263,6 +263,20 @@ def test_the_applicant_cancels_a_pending_application(as_member, member, team, cl
     assert as_member.post(reverse("application-cancel", args=[application.pk])).status_code == 403
 
 
+def test_a_portal_admin_is_offered_no_cancel_on_someone_elses_application_and_is_refused_one(
+    client, member, portal_admin, team, cluster
+):
+    application = Application.objects.create(
+        kind=ApplicationKind.TOPIC_CREATE, applicant=member, team=team, cluster=cluster, payload={"name": "X"}
+    )
+    client.force_login(portal_admin)
+    page = client.get(reverse("application-detail", args=[application.pk])).text
+    assert reverse("application-cancel", args=[application.pk]) not in page and "Cancel application" not in page
+    assert client.post(reverse("application-cancel", args=[application.pk])).status_code == 403
+    application.refresh_from_db()
+    assert application.state == ApplicationState.PENDING
+
+
 def test_through_the_pages_a_topic_and_a_consumer_group_are_applied_for_approved_and_created_on_the_sandbox(
     client, member, portal_admin, team, cluster, sandbox
 ):

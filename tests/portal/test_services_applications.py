@@ -775,9 +775,19 @@ def test_the_applicant_cancels_their_pending_application(member, team, cluster, 
         applications.cancel(application, by=member)
 
 
-def test_a_portal_admin_cancelling_tells_the_applicant(member, team, cluster, portal_admin):
-    application = apply_topic(member, team, cluster, "CLEANED_UP")
+def test_a_portal_admin_may_not_cancel_someone_elses_application(member, team, cluster, portal_admin):
+    application = apply_topic(member, team, cluster, "NOT_THEIRS")
+
+    with pytest.raises(PermissionDenied):
+        applications.cancel(application, by=portal_admin)
+
+    assert Application.objects.get(pk=application.pk).state == ApplicationState.PENDING
+    assert not AuditEntry.objects.filter(action="application.cancelled").exists()
+
+
+def test_a_portal_admin_cancels_their_own_application(team, cluster, portal_admin):
+    application = apply_topic(portal_admin, team, cluster, "MY_OWN")
 
     applications.cancel(application, by=portal_admin)
 
-    assert Notification.objects.get(user=member).title.startswith("Cancelled: application #")
+    assert Application.objects.get(pk=application.pk).state == ApplicationState.CANCELLED

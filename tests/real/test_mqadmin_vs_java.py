@@ -74,8 +74,10 @@ DIFFERENCES = [
     ),
     (
         "queryMsgById",
-        "takes offset message ids only and no -t (mqadmin 5 requires -t and also takes unique keys)",
-        "the 4.9.4 options; queryMsgByKey finds a message by key and shows both ids",
+        "an id is read as an offset id only when the store host it names is a broker of the cluster; otherwise it is "
+        "looked up by unique key in the -t topic (as mqadmin 5 does), and without -t it is an error",
+        "both mqadmin versions connect to whatever address the id decodes to: a producer's id names a made-up one, and "
+        "connecting wherever a typed id points would let it aim requests at any host (request forgery)",
     ),
     (
         "queryMsgByKey",

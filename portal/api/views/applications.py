@@ -70,5 +70,5 @@ class ApplicationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Servi
     @extend_schema(request=None, responses=DECISION_RESPONSES)
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
-        """Withdraw a pending application (the applicant or a portal admin)."""
+        """Withdraw a pending application: the applicant only (403 for anyone else; a portal admin rejects)."""
         return self.rendered(applications.cancel(self.get_object(), by=request.user))

@@ -13,7 +13,7 @@ from rest_framework.permissions import BasePermission, IsAuthenticated
 from portal import access
 from portal.models import Cluster, Team
 from portal.services import rankings
-from stats.models import RankingKind
+from stats.models import Ranking, RankingKind
 
 
 class CanSeeMonitoring(BasePermission):
@@ -67,6 +67,9 @@ class RankingViewSet(viewsets.GenericViewSet):
     permission_classes = [IsAuthenticated, CanSeeMonitoring]
     serializer_class = RankedSubjectSerializer
     filter_backends = []
+    # The rows come from the service, selected by the validated query; DRF's browsable API still asks every
+    # generic view for a queryset (for its filter form), and without one answers a browser with 500.
+    queryset = Ranking.objects.none()
 
     @extend_schema(parameters=[RankingQuerySerializer])
     def list(self, request):

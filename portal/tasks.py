@@ -37,12 +37,14 @@ def sync_all_registries() -> int:
 @shared_task
 def evaluate_warnings(cluster_id: int) -> dict[str, int] | None:
     """Evaluate every warning rule for one cluster (after its collection cycle) and record the transitions; each
-    event's delivery is queued when its transaction commits."""
+    event's delivery is queued when its transaction commits. ``rule_errors`` counts the rules that raised for a
+    subject, a kind or a family (each logged; the others were still judged)."""
     cluster = Cluster.objects.filter(pk=cluster_id).first()
     if cluster is None:
         return None
     now = timezone.now()
-    return reconcile(cluster, warning_rules.evaluate(cluster, now), now).counts()
+    evaluation = warning_rules.evaluate(cluster, now)
+    return {**reconcile(cluster, evaluation, now).counts(), "rule_errors": len(evaluation.failures)}
 
 
 @shared_task(bind=True, max_retries=DELIVERY_RETRIES)

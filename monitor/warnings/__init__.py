@@ -12,36 +12,42 @@ Every family reads the whole cluster in a few set-based queries, never one per t
 from __future__ import annotations
 
 import datetime as dt
-import logging
+import json
 
 from django.utils import timezone
 
 from monitor.warnings import consumers, health, producers, servers, traffic
 from monitor.warnings.base import Context
-from monitor.warnings.conditions import Condition, Evaluation
+from monitor.warnings.conditions import Condition, Evaluation, RuleFailure
 from portal.models import Cluster
-
-logger = logging.getLogger(__name__)
 
 FAMILIES = (consumers, producers, traffic, health, servers)
 
-__all__ = ["Condition", "Evaluation", "evaluate"]
+__all__ = ["Condition", "Evaluation", "RuleFailure", "evaluate"]
 
 
 def evaluate(cluster: Cluster, now: dt.datetime | None = None) -> Evaluation:
     """Evaluate every rule for ``cluster`` at ``now`` (default: the current time).
 
-    A family that fails (a bug, the database gone mid-way) is logged with its traceback and its kinds are left out
-    of ``evaluated``: their open warnings stay as they are, and the other families' results still count.
+    Every family, kind and subject is judged under :meth:`Context.judging`: an error is logged with what was being
+    judged and counted in ``Evaluation.failures``, and the rest goes on. A family or kind that fails is left out of
+    ``evaluated`` (its open warnings stay as they are); a subject that fails is ``unjudged`` (its open warning stays
+    as it is); everything else still counts. A condition whose details could not be stored (not JSON, or NaN or
+    infinity) is a failure of its subject too, so one odd figure cannot stop the cluster's reconcile.
     """
     ctx = Context.load(cluster, now or timezone.now())
     evaluation = Evaluation()
     for family in FAMILIES:
-        try:
+        with ctx.judging(family.__name__.rpartition(".")[2]):
             found = family.evaluate(ctx)
-        except Exception:
-            logger.exception("warning rules %s failed for cluster %s", family.__name__, cluster.name)
-            continue
-        for kind, conditions in found.items():
-            evaluation.add(kind, conditions)
+            for kind, conditions in found.items():
+                evaluation.add(kind, [c for c in conditions if _storable(ctx, c)])
+    evaluation.failures = ctx.failures
     return evaluation
+
+
+def _storable(ctx: Context, condition: Condition) -> bool:
+    with ctx.judging(condition.kind, condition.subject_type, condition.subject_name):
+        json.dumps(condition.details, allow_nan=False)
+        return True
+    return False

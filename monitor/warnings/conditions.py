@@ -21,7 +21,15 @@ from typing import Any
 
 from portal.models.warnings import Severity, SubjectType, WarningKind
 
-__all__ = ["Condition", "Evaluation", "Severity", "SubjectType", "broker_subject", "parse_broker_subject"]
+__all__ = [
+    "Condition",
+    "Evaluation",
+    "RuleFailure",
+    "Severity",
+    "SubjectType",
+    "broker_subject",
+    "parse_broker_subject",
+]
 
 
 def broker_subject(broker_name: str, broker_id: int) -> str:
@@ -58,16 +66,42 @@ class Condition:
         return (str(self.kind), str(self.subject_type), self.subject_name)
 
 
+@dataclasses.dataclass(frozen=True)
+class RuleFailure:
+    """A rule that raised while judging: ``rule`` is the kind (or the family, when it failed as a whole), the subject
+    is set when one subject's judging failed; ``error`` is the exception as logged."""
+
+    rule: str
+    subject_type: str | None
+    subject_name: str | None
+    error: str
+
+    @property
+    def key(self) -> tuple[str, str, str] | None:
+        """The identity of the warning left unjudged (None: no single subject)."""
+        if self.subject_type is None or self.subject_name is None:
+            return None
+        return (self.rule, str(self.subject_type), self.subject_name)
+
+
 @dataclasses.dataclass
 class Evaluation:
     """The result of evaluating every rule for one cluster at one instant.
 
     conditions: every condition found. evaluated: the kinds whose data was read, so an open warning of such a kind
-    with no condition any more is resolved; kinds not in it are left alone.
+    with no condition any more is resolved; kinds not in it are left alone. failures: every rule error of this
+    evaluation (the count ops watch); a subject whose judging failed is :attr:`unjudged`, and its open warning is
+    left alone like those of a kind not evaluated.
     """
 
     conditions: list[Condition] = dataclasses.field(default_factory=list)
     evaluated: set[WarningKind] = dataclasses.field(default_factory=set)
+    failures: list[RuleFailure] = dataclasses.field(default_factory=list)
+
+    @property
+    def unjudged(self) -> set[tuple[str, str, str]]:
+        """The (kind, subject_type, subject_name) whose judging failed."""
+        return {failure.key for failure in self.failures if failure.key is not None}
 
     def add(self, kind: WarningKind, conditions: list[Condition] | None = None) -> None:
         """Record that ``kind`` was evaluated, with the conditions it produced (possibly none)."""

@@ -27,6 +27,7 @@ from django.conf import settings
 from django.db.models import Count, Max, Q, Sum
 
 from monitor.warnings.base import (
+    HISTORY,
     Context,
     chunks,
     cluster_rows,
@@ -83,14 +84,16 @@ def evaluate(ctx: Context) -> dict[str, list[Condition]]:
     if ctx.minute is None:
         return {}
     health = _health(ctx)
-    return {
-        WarningKind.CONSUMER_LAG: lag_conditions(ctx, health),
-        WarningKind.CLIENT_BLOCKED: blocked_conditions(ctx),
-        WarningKind.OFFSET_MOVED: offset_moved_conditions(ctx),
-        WarningKind.SUBSCRIPTION_MISMATCH: subscription_conditions(ctx, health),
-        WarningKind.CONSUME_FAILURES: failure_conditions(ctx),
-        WarningKind.DEAD_LETTERS: dead_letter_conditions(ctx, health),
-    }
+    return ctx.each_kind(
+        {
+            WarningKind.CONSUMER_LAG: lambda: lag_conditions(ctx, health),
+            WarningKind.CLIENT_BLOCKED: lambda: blocked_conditions(ctx),
+            WarningKind.OFFSET_MOVED: lambda: offset_moved_conditions(ctx),
+            WarningKind.SUBSCRIPTION_MISMATCH: lambda: subscription_conditions(ctx, health),
+            WarningKind.CONSUME_FAILURES: lambda: failure_conditions(ctx),
+            WarningKind.DEAD_LETTERS: lambda: dead_letter_conditions(ctx, health),
+        }
+    )
 
 
 def _health(ctx: Context) -> dict[str, _Health]:
@@ -150,9 +153,13 @@ def lag_conditions(ctx: Context, health: dict[str, _Health]) -> list[Condition]:
     # History of the groups concerned: enough for the trend, for carrying unknown lags over, and for how long a lag
     # of unknown age has stayed over the threshold.
     groups = {group for group, _ in measured} | {group for group, _ in unknown}
-    longest = max(
-        [TREND, CARRY]
-        + [dt.timedelta(seconds=params[g]["seconds"]) + dt.timedelta(minutes=1) for g, _ in measured if g in params]
+    # (No further back than the collected minutes listed: a lag's unknown age is counted over those only.)
+    longest = min(
+        HISTORY,
+        max(
+            [TREND, CARRY]
+            + [dt.timedelta(seconds=params[g]["seconds"]) + dt.timedelta(minutes=1) for g, _ in measured if g in params]
+        ),
     )
     history: dict[tuple[str, str], dict[dt.datetime, int | None]] = defaultdict(dict)
     ages: dict[tuple[str, str, dt.datetime], float | None] = {}
@@ -199,10 +206,11 @@ def lag_conditions(ctx: Context, health: dict[str, _Health]) -> list[Condition]:
         return []
     base = next((moment for moment in earlier if moment >= minute - TREND), None)
     queues = _queue_lags(ctx, sorted(over), [minute] if base is None else [base, minute])
-    return [
-        _lag_condition(ctx, entry, health.get(group), queues.get(group, {}), history, base)
-        for group, entry in sorted(over.items())
-    ]
+    conditions = []
+    for group, entry in sorted(over.items()):
+        with ctx.judging(WarningKind.CONSUMER_LAG, GROUP, group):
+            conditions.append(_lag_condition(ctx, entry, health.get(group), queues.get(group, {}), history, base))
+    return conditions
 
 
 def _over_since(
@@ -441,44 +449,45 @@ def blocked_conditions(ctx: Context) -> list[Condition]:
         by_group[group].append((blocked_for, topic, broker_name, queue_id, client_id, last, cached, lag))
     conditions = []
     for group, queues in sorted(by_group.items()):
-        params = ctx.params(WarningKind.CLIENT_BLOCKED, GROUP, group)
-        queues = sorted((q for q in queues if q[0] > params["seconds"]), key=lambda q: (-q[0], q[1:5]))
-        if not _enabled(params) or not queues:
-            continue
-        clients = sorted({q[4] for q in queues})
-        named = [
-            f"{topic} {broker_name}/{queue_id} on {client_id} ({count(cached)} cached"
-            + (f", {count(lag)} behind)" if lag else ")")
-            for _, topic, broker_name, queue_id, client_id, _, cached, lag in queues
-        ]
-        text = (
-            f"{plural(len(queues), 'queue')} of {group} not consumed for up to {duration(queues[0][0])} while "
-            f"messages wait, on {plural(len(clients), 'client')}: {listing(named)}. A consume callback is probably "
-            "stuck (a hung call, a lock, an endless loop); the client still holds the queues, so no other client "
-            "takes them over."
-        )
-        details = {
-            "minute": iso(minute),
-            "threshold_seconds": params["seconds"],
-            "clients": clients,
-            "queues": [
-                {
-                    "topic": topic,
-                    "broker_name": broker_name,
-                    "queue_id": queue_id,
-                    "client_id": client_id,
-                    "blocked_seconds": blocked_for,
-                    "last_consumed_at": iso(last),
-                    "cached_messages": cached,
-                    "lag": lag,
-                }
-                for blocked_for, topic, broker_name, queue_id, client_id, last, cached, lag in queues[
-                    :QUEUES_IN_DETAILS
-                ]
-            ],
-            "blocked_queues": len(queues),
-        }
-        conditions.append(Condition(WarningKind.CLIENT_BLOCKED, GROUP, group, text, details))
+        with ctx.judging(WarningKind.CLIENT_BLOCKED, GROUP, group):
+            params = ctx.params(WarningKind.CLIENT_BLOCKED, GROUP, group)
+            queues = sorted((q for q in queues if q[0] > params["seconds"]), key=lambda q: (-q[0], q[1:5]))
+            if not _enabled(params) or not queues:
+                continue
+            clients = sorted({q[4] for q in queues})
+            named = [
+                f"{topic} {broker_name}/{queue_id} on {client_id} ({count(cached)} cached"
+                + (f", {count(lag)} behind)" if lag else ")")
+                for _, topic, broker_name, queue_id, client_id, _, cached, lag in queues
+            ]
+            text = (
+                f"{plural(len(queues), 'queue')} of {group} not consumed for up to {duration(queues[0][0])} while "
+                f"messages wait, on {plural(len(clients), 'client')}: {listing(named)}. A consume callback is probably "
+                "stuck (a hung call, a lock, an endless loop); the client still holds the queues, so no other client "
+                "takes them over."
+            )
+            details = {
+                "minute": iso(minute),
+                "threshold_seconds": params["seconds"],
+                "clients": clients,
+                "queues": [
+                    {
+                        "topic": topic,
+                        "broker_name": broker_name,
+                        "queue_id": queue_id,
+                        "client_id": client_id,
+                        "blocked_seconds": blocked_for,
+                        "last_consumed_at": iso(last),
+                        "cached_messages": cached,
+                        "lag": lag,
+                    }
+                    for blocked_for, topic, broker_name, queue_id, client_id, last, cached, lag in queues[
+                        :QUEUES_IN_DETAILS
+                    ]
+                ],
+                "blocked_queues": len(queues),
+            }
+            conditions.append(Condition(WarningKind.CLIENT_BLOCKED, GROUP, group, text, details))
     return conditions
 
 
@@ -501,42 +510,43 @@ def offset_moved_conditions(ctx: Context) -> list[Condition]:
         latest[group].setdefault((topic, broker_name, queue_id), (requested, new, stored_at))
     conditions = []
     for group, (events_count, last) in sorted(totals.items()):
-        if not _enabled(ctx.params(WarningKind.OFFSET_MOVED, GROUP, group)):
-            continue
-        queues = sorted(latest.get(group, {}).items())
-        named = []
-        for (topic, broker_name, queue_id), (requested, new, _) in queues:
-            effect = (
-                f"{count(new - requested)} messages skipped"
-                if new > requested
-                else f"{count(requested - new)} messages to be consumed again"
+        with ctx.judging(WarningKind.OFFSET_MOVED, GROUP, group):
+            if not _enabled(ctx.params(WarningKind.OFFSET_MOVED, GROUP, group)):
+                continue
+            queues = sorted(latest.get(group, {}).items())
+            named = []
+            for (topic, broker_name, queue_id), (requested, new, _) in queues:
+                effect = (
+                    f"{count(new - requested)} messages skipped"
+                    if new > requested
+                    else f"{count(requested - new)} messages to be consumed again"
+                )
+                named.append(
+                    f"{topic} {broker_name}/{queue_id}: asked for {count(requested)}, moved to {count(new)}, {effect}"
+                )
+            text = (
+                f"{group} asked for offsets outside the queues {plural(events_count, 'time')} in the last "
+                f"{duration(OFFSET_EVENT_WINDOW.total_seconds())} (OFFSET_MOVED_EVENT), the latest at "
+                f"{last:%H:%M:%S} UTC; the broker moved it: {listing(named)}. Messages may have been skipped or "
+                "will be consumed twice; check the committed offsets (a reset, a restored broker, expired messages)."
             )
-            named.append(
-                f"{topic} {broker_name}/{queue_id}: asked for {count(requested)}, moved to {count(new)}, {effect}"
-            )
-        text = (
-            f"{group} asked for offsets outside the queues {plural(events_count, 'time')} in the last "
-            f"{duration(OFFSET_EVENT_WINDOW.total_seconds())} (OFFSET_MOVED_EVENT), the latest at "
-            f"{last:%H:%M:%S} UTC; the broker moved it: {listing(named)}. Messages may have been skipped or will be "
-            "consumed twice; check the committed offsets (a reset, a restored broker, expired messages)."
-        )
-        details = {
-            "events": events_count,
-            "window_seconds": OFFSET_EVENT_WINDOW.total_seconds(),
-            "last_event_at": iso(last),
-            "queues": [
-                {
-                    "topic": topic,
-                    "broker_name": broker_name,
-                    "queue_id": queue_id,
-                    "offset_request": requested,
-                    "offset_new": new,
-                    "stored_at": iso(stored_at),
-                }
-                for (topic, broker_name, queue_id), (requested, new, stored_at) in queues[:QUEUES_IN_DETAILS]
-            ],
-        }
-        conditions.append(Condition(WarningKind.OFFSET_MOVED, GROUP, group, text, details))
+            details = {
+                "events": events_count,
+                "window_seconds": OFFSET_EVENT_WINDOW.total_seconds(),
+                "last_event_at": iso(last),
+                "queues": [
+                    {
+                        "topic": topic,
+                        "broker_name": broker_name,
+                        "queue_id": queue_id,
+                        "offset_request": requested,
+                        "offset_new": new,
+                        "stored_at": iso(stored_at),
+                    }
+                    for (topic, broker_name, queue_id), (requested, new, stored_at) in queues[:QUEUES_IN_DETAILS]
+                ],
+            }
+            conditions.append(Condition(WarningKind.OFFSET_MOVED, GROUP, group, text, details))
     return conditions
 
 
@@ -587,31 +597,32 @@ def subscription_conditions(ctx: Context, health: dict[str, _Health]) -> list[Co
     }
     conditions = []
     for group, moment in sorted(judged.items()):
-        members = sorted(clients.get(group, []))
-        alike: dict[tuple, list[str]] = defaultdict(list)
-        for client_id, subscription, _ in members:
-            shown = tuple(sorted((t, e) for t, e in subscription.items() if not keys.is_group_topic(t)))
-            alike[shown].append(client_id)
-        parts = []
-        for subscription, ids in sorted(alike.items(), key=lambda item: (-len(item[1]), item[0])):
-            what = ", ".join(f"{topic} ({expression})" for topic, expression in subscription) or "nothing"
-            parts.append(f"{plural(len(ids), 'client')} ({listing(ids, 2)}) to {what}")
-        text = (
-            f"The clients of {group} subscribe differently: {'; '.join(parts)}. Rebalancing spreads every "
-            "subscribed topic's queues over all clients, so messages go to clients that do not subscribe to them "
-            "(and are filtered away) and some queues are never consumed. Give every client of a group the same "
-            "subscription."
-        )
-        if moment != minute:
-            text += f" (Clients not all reachable this minute; verdict of {moment:%H:%M} UTC.)"
-        details = {
-            "minute": iso(moment),
-            "clients": [
-                {"client_id": client_id, "subscription": subscription, "error": error}
-                for client_id, subscription, error in members
-            ],
-        }
-        conditions.append(Condition(WarningKind.SUBSCRIPTION_MISMATCH, GROUP, group, text, details))
+        with ctx.judging(WarningKind.SUBSCRIPTION_MISMATCH, GROUP, group):
+            members = sorted(clients.get(group, []))
+            alike: dict[tuple, list[str]] = defaultdict(list)
+            for client_id, subscription, _ in members:
+                shown = tuple(sorted((t, e) for t, e in subscription.items() if not keys.is_group_topic(t)))
+                alike[shown].append(client_id)
+            parts = []
+            for subscription, ids in sorted(alike.items(), key=lambda item: (-len(item[1]), item[0])):
+                what = ", ".join(f"{topic} ({expression})" for topic, expression in subscription) or "nothing"
+                parts.append(f"{plural(len(ids), 'client')} ({listing(ids, 2)}) to {what}")
+            text = (
+                f"The clients of {group} subscribe differently: {'; '.join(parts)}. Rebalancing spreads every "
+                "subscribed topic's queues over all clients, so messages go to clients that do not subscribe to them "
+                "(and are filtered away) and some queues are never consumed. Give every client of a group the same "
+                "subscription."
+            )
+            if moment != minute:
+                text += f" (Clients not all reachable this minute; verdict of {moment:%H:%M} UTC.)"
+            details = {
+                "minute": iso(moment),
+                "clients": [
+                    {"client_id": client_id, "subscription": subscription, "error": error}
+                    for client_id, subscription, error in members
+                ],
+            }
+            conditions.append(Condition(WarningKind.SUBSCRIPTION_MISMATCH, GROUP, group, text, details))
     return conditions
 
 
@@ -642,28 +653,29 @@ def failure_conditions(ctx: Context) -> list[Condition]:
     covered = len(ctx.collected_between(minute - HOUR, minute))
     conditions = []
     for group, topics in sorted(per_group.items()):
-        params = ctx.params(WarningKind.CONSUME_FAILURES, GROUP, group)
-        total = sum(topics.values())
-        if not _enabled(params) or total < params["retries_per_hour"]:
-            continue
-        ordered = sorted(topics.items(), key=lambda item: -item[1])
-        span = "the last hour" if covered >= 60 else f"the last hour ({covered} of its minutes collected)"
-        text = (
-            f"{group} sent {count(total)} messages back for retry in {span} "
-            f"({listing([f'{topic}: {count(n)}' for topic, n in ordered])}), "
-            f"{count(latest.get(group, 0))} in the latest minute: its consumer returned RECONSUME_LATER or threw "
-            f"for them. They come back through {keys.retry_topic(group)} and, retried too often, end in "
-            f"{keys.dlq_topic(group)}."
-        )
-        details = {
-            "minute": iso(minute),
-            "sent_back": total,
-            "sent_back_latest_minute": latest.get(group, 0),
-            "minutes_covered": covered,
-            "threshold": params["retries_per_hour"],
-            "topics": dict(ordered),
-        }
-        conditions.append(Condition(WarningKind.CONSUME_FAILURES, GROUP, group, text, details))
+        with ctx.judging(WarningKind.CONSUME_FAILURES, GROUP, group):
+            params = ctx.params(WarningKind.CONSUME_FAILURES, GROUP, group)
+            total = sum(topics.values())
+            if not _enabled(params) or total < params["retries_per_hour"]:
+                continue
+            ordered = sorted(topics.items(), key=lambda item: -item[1])
+            span = "the last hour" if covered >= 60 else f"the last hour ({covered} of its minutes collected)"
+            text = (
+                f"{group} sent {count(total)} messages back for retry in {span} "
+                f"({listing([f'{topic}: {count(n)}' for topic, n in ordered])}), "
+                f"{count(latest.get(group, 0))} in the latest minute: its consumer returned RECONSUME_LATER or threw "
+                f"for them. They come back through {keys.retry_topic(group)} and, retried too often, end in "
+                f"{keys.dlq_topic(group)}."
+            )
+            details = {
+                "minute": iso(minute),
+                "sent_back": total,
+                "sent_back_latest_minute": latest.get(group, 0),
+                "minutes_covered": covered,
+                "threshold": params["retries_per_hour"],
+                "topics": dict(ordered),
+            }
+            conditions.append(Condition(WarningKind.CONSUME_FAILURES, GROUP, group, text, details))
     return conditions
 
 
@@ -719,23 +731,24 @@ def dead_letter_conditions(ctx: Context, health: dict[str, _Health]) -> list[Con
         )
     conditions = []
     for group, (total, last) in sorted(found.items()):
-        params = ctx.params(WarningKind.DEAD_LETTERS, GROUP, group)
-        if not _enabled(params) or total < params["messages_per_hour"]:
-            continue
-        dlq = keys.dlq_topic(group)
-        overall = totals.get(group)
-        text = (
-            f"{plural(total, 'message')} of {group} reached its dead-letter queue {dlq} in the last hour "
-            f"(the latest at {last:%H:%M} UTC"
-            + (f"; {count(overall)} there in all" if overall is not None else "")
-            + "): they failed every retry and will not be consumed again unless someone resends them."
-        )
-        details = {
-            "minute": iso(minute),
-            "dead_letters": total,
-            "dead_letters_total": overall,
-            "last_minute": iso(last),
-            "threshold": params["messages_per_hour"],
-        }
-        conditions.append(Condition(WarningKind.DEAD_LETTERS, GROUP, group, text, details))
+        with ctx.judging(WarningKind.DEAD_LETTERS, GROUP, group):
+            params = ctx.params(WarningKind.DEAD_LETTERS, GROUP, group)
+            if not _enabled(params) or total < params["messages_per_hour"]:
+                continue
+            dlq = keys.dlq_topic(group)
+            overall = totals.get(group)
+            text = (
+                f"{plural(total, 'message')} of {group} reached its dead-letter queue {dlq} in the last hour "
+                f"(the latest at {last:%H:%M} UTC"
+                + (f"; {count(overall)} there in all" if overall is not None else "")
+                + "): they failed every retry and will not be consumed again unless someone resends them."
+            )
+            details = {
+                "minute": iso(minute),
+                "dead_letters": total,
+                "dead_letters_total": overall,
+                "last_minute": iso(last),
+                "threshold": params["messages_per_hour"],
+            }
+            conditions.append(Condition(WarningKind.DEAD_LETTERS, GROUP, group, text, details))
     return conditions

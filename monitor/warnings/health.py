@@ -32,8 +32,10 @@ MARGIN = dt.timedelta(minutes=10)
 
 def evaluate(ctx: Context) -> dict[str, list[Condition]]:
     results: dict[str, list[Condition]] = {}
-    results.update(nameserver_conditions(ctx))
-    results.update(broker_conditions(ctx))
+    with ctx.judging(WarningKind.NAMESERVER_DOWN):
+        results.update(nameserver_conditions(ctx))
+    with ctx.judging(f"{WarningKind.BROKER_DOWN}, {WarningKind.SLAVE_LAG}"):
+        results.update(broker_conditions(ctx))
     return results
 
 
@@ -85,35 +87,36 @@ def nameserver_conditions(ctx: Context) -> dict[str, list[Condition]]:
             down[address] = run
     conditions = []
     for address, (first, rounds) in down.items():
-        probe = probes[address][-1]
-        everything = len(down) == len(judged)
-        text = (
-            f"Name server {address} has not answered for {duration(_down_for((first, rounds), latest))}: "
-            f"{plural(rounds, 'probe round')} of {plural(probe['attempts'], 'quick attempt')} each failed "
-            f"({probe['error'] or 'no answer'})."
-        )
-        if everything:
-            text += (
-                " No name server of the cluster answers: clients cannot refresh topic routes, new clients cannot "
-                "start, and brokers cannot register."
+        with ctx.judging(WarningKind.NAMESERVER_DOWN, SubjectType.NAMESERVER, address):
+            probe = probes[address][-1]
+            everything = len(down) == len(judged)
+            text = (
+                f"Name server {address} has not answered for {duration(_down_for((first, rounds), latest))}: "
+                f"{plural(rounds, 'probe round')} of {plural(probe['attempts'], 'quick attempt')} each failed "
+                f"({probe['error'] or 'no answer'})."
             )
-        else:
-            others = [a for a in judged if a not in down]
-            text += f" Clients fall back on {listing(others)}."
-        details = {
-            "address": address,
-            "down_since": iso(first),
-            "failed_rounds": rounds,
-            "attempts": probe["attempts"],
-            "error": probe["error"],
-            "latest_probe": iso(latest),
-            "grace_seconds": params["grace_seconds"],
-            "all_down": everything,
-        }
-        severity = Severity.CRITICAL if everything else Severity.WARNING
-        conditions.append(
-            Condition(WarningKind.NAMESERVER_DOWN, SubjectType.NAMESERVER, address, text, details, severity)
-        )
+            if everything:
+                text += (
+                    " No name server of the cluster answers: clients cannot refresh topic routes, new clients cannot "
+                    "start, and brokers cannot register."
+                )
+            else:
+                others = [a for a in judged if a not in down]
+                text += f" Clients fall back on {listing(others)}."
+            details = {
+                "address": address,
+                "down_since": iso(first),
+                "failed_rounds": rounds,
+                "attempts": probe["attempts"],
+                "error": probe["error"],
+                "latest_probe": iso(latest),
+                "grace_seconds": params["grace_seconds"],
+                "all_down": everything,
+            }
+            severity = Severity.CRITICAL if everything else Severity.WARNING
+            conditions.append(
+                Condition(WarningKind.NAMESERVER_DOWN, SubjectType.NAMESERVER, address, text, details, severity)
+            )
     return {WarningKind.NAMESERVER_DOWN: conditions}
 
 
@@ -154,17 +157,19 @@ def broker_conditions(ctx: Context) -> dict[str, list[Condition]]:
             )
         }
         for key, rows in sorted(judged.items()):
-            run = _failing_run(rows)
-            if run is not None and _down_for(run, latest) >= down_params["grace_seconds"]:
-                down.append(_down_condition(key, rows, run, latest, down_params, roles.get(key, "")))
+            with ctx.judging(WarningKind.BROKER_DOWN, SubjectType.BROKER, broker_subject(*key)):
+                run = _failing_run(rows)
+                if run is not None and _down_for(run, latest) >= down_params["grace_seconds"]:
+                    down.append(_down_condition(key, rows, run, latest, down_params, roles.get(key, "")))
     lagging = []
     if lag_params.get("enabled", True):
         for (name, broker_id), rows in sorted(judged.items()):
             master = judged.get((name, MASTER_ID))
             if broker_id != MASTER_ID and master is not None:
-                condition = _slave_lag_condition(name, broker_id, rows, master, lag_params)
-                if condition is not None:
-                    lagging.append(condition)
+                with ctx.judging(WarningKind.SLAVE_LAG, SubjectType.BROKER, broker_subject(name, broker_id)):
+                    condition = _slave_lag_condition(name, broker_id, rows, master, lag_params)
+                    if condition is not None:
+                        lagging.append(condition)
     return {WarningKind.BROKER_DOWN: down, WarningKind.SLAVE_LAG: lagging}
 
 

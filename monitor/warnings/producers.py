@@ -64,10 +64,11 @@ def produce_error_conditions(ctx: Context) -> list[Condition]:
         )
         for row in totals:
             sends[row["producer_group"]][row["minute"]] = row["total"]
-    return [
-        _condition(ctx, group, rows, params.get(group, default), sends.get(group, {}))
-        for group, rows in sorted(failing.items())
-    ]
+    conditions = []
+    for group, rows in sorted(failing.items()):
+        with ctx.judging(WarningKind.PRODUCE_ERRORS, GROUP, group):
+            conditions.append(_condition(ctx, group, rows, params.get(group, default), sends.get(group, {})))
+    return conditions
 
 
 def _condition(

@@ -58,9 +58,10 @@ def evaluate(ctx: Context) -> dict[str, list[Condition]]:
         for kind, judge in JUDGES.items():
             if not params[kind].get("enabled", True):
                 continue
-            condition = judge(host, readings[host], disks.get(host, []), params[kind])
-            if condition is not None:
-                results[kind].append(condition)
+            with ctx.judging(kind, SERVER, host):
+                condition = judge(host, readings[host], disks.get(host, []), params[kind])
+                if condition is not None:
+                    results[kind].append(condition)
     return results
 
 

@@ -58,18 +58,19 @@ def evaluate(ctx: Context) -> dict[str, list[Condition]]:
     results: dict[str, list[Condition]] = {kind: [] for kind in judged}
     baseline_collected: dict[int, int] = {}
     for (kind, topic), p in sorted(params.items()):
-        if not p.get("enabled", True):
-            continue
-        baseline = int(p["baseline_minutes"])
-        if baseline not in baseline_collected:
-            baseline_collected[baseline] = _baseline_collected(ctx, split, baseline)
-        rates = _rates(stats.get((topic, baseline)), recent_collected, baseline_collected[baseline], baseline)
-        if rates is None:
-            continue
-        judge = _surge if kind == WarningKind.TRAFFIC_SURGE else _drop
-        condition = judge(topic, rates, p, minute)
-        if condition is not None:
-            results[kind].append(condition)
+        with ctx.judging(kind, TOPIC, topic):
+            if not p.get("enabled", True):
+                continue
+            baseline = int(p["baseline_minutes"])
+            if baseline not in baseline_collected:
+                baseline_collected[baseline] = _baseline_collected(ctx, split, baseline)
+            rates = _rates(stats.get((topic, baseline)), recent_collected, baseline_collected[baseline], baseline)
+            if rates is None:
+                continue
+            judge = _surge if kind == WarningKind.TRAFFIC_SURGE else _drop
+            condition = judge(topic, rates, p, minute)
+            if condition is not None:
+                results[kind].append(condition)
     return results
 
 

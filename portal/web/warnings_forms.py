@@ -51,7 +51,11 @@ class ThresholdForm(ServiceForm):
                 initial = "" if param.name not in current else ("true" if current[param.name] else "false")
             else:
                 number = forms.IntegerField if param.type is int else forms.FloatField
-                field = number(required=False, widget=forms.NumberInput(attrs={"placeholder": inherit, "step": "any"}))
+                field = number(
+                    required=False,
+                    widget=forms.NumberInput(attrs={"placeholder": inherit, "step": "any"}),
+                    help_text=param.range_text,  # the range is the service's; this only tells it up front
+                )
                 initial = current.get(param.name)
             field.label = capfirst(param.label)
             field.initial = initial

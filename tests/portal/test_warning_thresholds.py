@@ -2,6 +2,8 @@
 those; parameters validated per kind with field errors; everything for a cluster loaded in a fixed number of
 queries."""
 
+import math
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
@@ -9,6 +11,7 @@ from portal.models import AuditEntry, Cluster, ConsumerGroup, ProducerGroup, Top
 from portal.models.warnings import SubjectType, ThresholdScope, WarningKind, WarningThreshold
 from portal.services.warnings.thresholds import (
     BUILTIN,
+    PARAMS,
     kinds_for,
     set_default,
     set_override,
@@ -168,3 +171,85 @@ def test_a_stored_value_that_no_longer_validates_is_ignored_not_fatal(own_cluste
     params = thresholds_for(own_cluster).get(LAG, SubjectType.CONSUMER_GROUP, "order-consumer")
 
     assert (params["messages"], params["seconds"]) == (10_000, 42)
+
+
+# --- bounds (issue 15: a huge number reached the rules' date arithmetic and stopped every team's lag warnings) ---
+
+
+NUMBERS = [(kind, param) for kind, params in PARAMS.items() for param in params if param.type is not bool]
+
+
+@pytest.mark.parametrize(("kind", "param"), NUMBERS, ids=[f"{kind}-{param.name}" for kind, param in NUMBERS])
+@pytest.mark.parametrize(
+    "value",
+    [10**30, 10**400, -(10**30), 1e300, math.inf, -math.inf, math.nan],
+    ids=["1e30", "1e400-int", "-1e30", "1e300-float", "inf", "-inf", "nan"],
+)
+def test_every_number_out_of_its_range_or_not_finite_is_refused_naming_its_field(kind, param, value):
+    with pytest.raises(ValidationError) as caught:
+        validate_params(kind, {param.name: value})
+
+    assert list(caught.value.message_dict) == [param.name]
+
+
+@pytest.mark.parametrize(("kind", "param"), NUMBERS, ids=[f"{kind}-{param.name}" for kind, param in NUMBERS])
+def test_every_number_has_a_range_holding_its_default_and_both_ends_are_accepted(kind, param):
+    ends = [
+        end
+        for end, exclusive in ((param.minimum, param.exclusive_minimum), (param.maximum, param.exclusive_maximum))
+        if not exclusive
+    ]
+
+    assert validate_params(kind, {param.name: param.default}) == {param.name: param.default}
+    for end in ends:
+        assert validate_params(kind, {param.name: end}) == {param.name: param.type(end)}
+
+
+def test_the_range_is_said_in_the_error_and_in_words_for_the_forms():
+    with pytest.raises(ValidationError) as caught:
+        validate_params(LAG, {"seconds": 10**30, "messages": math.nan})
+
+    assert caught.value.message_dict == {
+        "seconds": ["Must be at most 604,800."],
+        "messages": ["Enter a finite number."],
+    }
+    seconds = next(param for param in PARAMS[LAG] if param.name == "seconds")
+    drop = next(param for param in PARAMS[WarningKind.TRAFFIC_DROP] if param.name == "factor")
+    assert (seconds.range_text, drop.range_text) == ("From 1 to 604,800.", "More than 0 and less than 1.")
+
+
+def test_a_huge_override_is_refused_by_the_model_validation_every_entry_point_shares(group, member):
+    with pytest.raises(ValidationError) as caught:
+        set_override(LAG, group, {"seconds": 10**30}, by=member)
+    row = WarningThreshold(
+        kind=LAG, scope=ThresholdScope.CONSUMER_GROUP, consumer_group=group, params={"seconds": 1e30}
+    )
+    with pytest.raises(ValidationError) as cleaned:
+        row.full_clean()
+
+    assert caught.value.message_dict == {"seconds": ["Must be at most 604,800."]}
+    assert cleaned.value.message_dict == {"seconds": ["Must be at most 604,800."]}
+    assert not WarningThreshold.objects.exists()
+
+
+def test_a_stored_value_out_of_range_is_ignored_with_a_log_line_and_the_inherited_value_applies(
+    own_cluster, group, portal_admin, caplog
+):
+    set_default(LAG, {"seconds": 600}, by=portal_admin)
+    WarningThreshold.objects.create(  # written before the bounds existed, or around validation
+        kind=LAG, scope=ThresholdScope.CONSUMER_GROUP, consumer_group=group, params={"seconds": 10**30, "messages": 7}
+    )
+
+    params = thresholds_for(own_cluster).get(LAG, SubjectType.CONSUMER_GROUP, "order-consumer")
+
+    assert (params["messages"], params["seconds"]) == (7, 600)
+    assert "seconds=1000000000000000000000000000000: Must be at most 604,800." in caplog.text
+
+
+def test_a_stored_row_of_an_unknown_kind_is_ignored_not_fatal(own_cluster, group):
+    WarningThreshold.objects.create(kind="retired_kind", scope=ThresholdScope.DEFAULT, params={"seconds": 5})
+    WarningThreshold.objects.create(
+        kind="retired_kind", scope=ThresholdScope.CONSUMER_GROUP, consumer_group=group, params={"seconds": 5}
+    )
+
+    assert thresholds_for(own_cluster).get(LAG, SubjectType.CONSUMER_GROUP, "order-consumer") == BUILTIN[LAG]

@@ -6,7 +6,8 @@
 - a condition whose warning is open and was last notified at least the subject's ``repeat_seconds`` ago ->
   ``repeated`` event (not while someone has acknowledged the warning: they know);
 - an open warning of an *evaluated* kind with no condition any more -> ``resolved`` event. Kinds the rules could not
-  evaluate (no data) keep their warnings as they are.
+  evaluate (no data, or their rule failed) and subjects whose judging failed (``Evaluation.unjudged``) keep their
+  warnings as they are.
 
 Every transition is claimed with a conditional write — the partial unique index "one open warning per subject" for
 firing, ``UPDATE ... WHERE state = open AND last_notified_at = <as read>`` for repeating, ``WHERE state = open`` for
@@ -209,6 +210,7 @@ def reconcile(cluster: Cluster, evaluation: Evaluation, now: dt.datetime | None 
     thresholds = thresholds_for(cluster)
     conditions = _active_conditions(evaluation, thresholds)
     evaluated = {str(kind) for kind in evaluation.evaluated}
+    unjudged = evaluation.unjudged
     open_now = _open_warnings(cluster)
     links = _Links(cluster, [c for key, c in conditions.items() if key not in open_now])
     result = Reconciled()
@@ -227,7 +229,12 @@ def reconcile(cluster: Cluster, evaluation: Evaluation, now: dt.datetime | None 
             refreshed.append(warning)
 
     for key, warning in open_now.items():
-        if key not in conditions and warning.kind in evaluated and (event := _resolve(warning, now)):
+        if (
+            key not in conditions
+            and warning.kind in evaluated
+            and key not in unjudged
+            and (event := _resolve(warning, now))
+        ):
             result.resolved.append(event)
 
     # Only what the pages show changes here (never the state), so a concurrent transition is not undone.

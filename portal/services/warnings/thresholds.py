@@ -6,30 +6,40 @@ subject they judge; everything is loaded in two queries up front so evaluating 1
 Precedence, lowest first: ``BUILTIN`` < the admin's default row < the subject's override row; each row holds only
 the keys it changes.
 
-Parameters per kind (every kind also has ``enabled`` (bool) and ``repeat_seconds``, the interval between repeated
-notifications while a warning stays open, default 3600):
+Parameters per kind, default and accepted range in brackets (every kind also has ``enabled`` (bool) and
+``repeat_seconds``, the interval between repeated notifications while a warning stays open: 3600, 60 to 604,800):
 
-- consumer_lag: ``messages`` (10,000) AND ``seconds`` (300) behind — both must be exceeded.
-- client_blocked: ``seconds`` (10) a queue goes unconsumed while messages wait.
+- consumer_lag: ``messages`` (10,000; 1 to 10**12) AND ``seconds`` (300; 1 to 604,800) behind — both must be
+  exceeded.
+- client_blocked: ``seconds`` (10; 1 to 86,400) a queue goes unconsumed while messages wait.
 - offset_moved, subscription_mismatch: nothing to tune (any OFFSET_MOVED_EVENT / any mismatch counts).
-- consume_failures: ``retries_per_hour`` (100) messages sent back for retry (SNDBCK_PUT_NUMS) in the last hour.
-- dead_letters: ``messages_per_hour`` (1) messages reaching the group's %DLQ% topic in the last hour.
-- produce_errors: ``exceptions`` (1) send exceptions reported by the SDK within ``window_minutes`` (5).
-- traffic_surge: this minute's messages over ``factor`` (3.0) × the mean of the last ``baseline_minutes`` (60),
-  ignored below ``min_per_minute`` (100) messages.
-- traffic_drop: this minute's messages under ``factor`` (0.2) × the baseline mean of ``baseline_minutes`` (60),
-  judged only when the baseline is at least ``min_baseline_per_minute`` (100).
-- nameserver_down, broker_down: ``grace_seconds`` (120) of failed probes before it counts (one lost probe is not an
-  alarm).
-- slave_lag: ``bytes`` (100 MiB) of commit log the slave is behind its master.
+- consume_failures: ``retries_per_hour`` (100; 1 to 10**12) messages sent back for retry (SNDBCK_PUT_NUMS) in the
+  last hour.
+- dead_letters: ``messages_per_hour`` (1; 1 to 10**12) messages reaching the group's %DLQ% topic in the last hour.
+- produce_errors: ``exceptions`` (1; 1 to 10**12) send exceptions reported by the SDK within ``window_minutes``
+  (5; 1 to 1,440).
+- traffic_surge: this minute's messages over ``factor`` (3.0; more than 1, at most 1,000) × the mean of the last
+  ``baseline_minutes`` (60; 5 to 1,440), ignored below ``min_per_minute`` (100; 0 to 10**12) messages.
+- traffic_drop: this minute's messages under ``factor`` (0.2; more than 0 and less than 1) × the baseline mean of
+  ``baseline_minutes`` (60; 5 to 1,440), judged only when the baseline is at least ``min_baseline_per_minute``
+  (100; 1 to 10**12).
+- nameserver_down, broker_down: ``grace_seconds`` (120; 0 to 86,400) of failed probes before it counts (one lost
+  probe is not an alarm).
+- slave_lag: ``bytes`` (100 MiB; 1 to 2**50, 1 PiB) of commit log the slave is behind its master.
 - server_cpu: ``percent`` (90) busy; server_memory: ``percent`` (90) used; server_disk: ``percent`` (90) of any
-  mount used; server_load: ``load1`` (10.0) one-minute load average; server_tcp: ``established`` (10,000)
-  established TCP connections.
+  mount used (0 to 100 each); server_load: ``load1`` (10.0; 0 to 10,000) one-minute load average; server_tcp:
+  ``established`` (10,000; 1 to 10**8) established TCP connections.
+
+Every number must be finite and in its range (:func:`validate_params`, called by the model's ``clean()``, so the
+pages and anything else saving a threshold share it); a stored value outside it (written before the bounds, or
+around validation) is ignored with a log line when the thresholds are loaded, so it never reaches the rules.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import math
 from collections.abc import Iterable
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -49,10 +59,22 @@ from portal.models.warnings import (
 )
 from portal.services import audit
 
+logger = logging.getLogger(__name__)
+
+
+# Upper bounds of the parameters (issue 15): nothing sensible lies past them, and an unbounded number would reach
+# the rules' date arithmetic (a timedelta of 10**30 seconds raises OverflowError).
+MINUTE_SECONDS = 60
+DAY_SECONDS = 86_400
+MAX_MESSAGES = 10**12  # a trillion messages: more than a cluster stores
+MAX_BYTES = 2**50  # 1 PiB of commit log
+MAX_BASELINE_MINUTES = 1440  # the rules read one day of collected minutes (monitor.warnings.base.HISTORY)
+
 
 @dataclasses.dataclass(frozen=True)
 class Param:
-    """One tunable parameter: its name, type (int, float or bool), default, bounds and a label for forms."""
+    """One tunable parameter: its name, type (int, float or bool), default, bounds and a label for forms. A number
+    always has both bounds, so whatever is stored stays in the range the rules can compute with."""
 
     name: str
     type: type
@@ -63,36 +85,83 @@ class Param:
     exclusive_minimum: bool = False
     exclusive_maximum: bool = False
 
+    def __post_init__(self):
+        if self.type is not bool and (self.minimum is None or self.maximum is None):
+            raise TypeError(f"threshold parameter {self.name} needs a minimum and a maximum")
+
+    @property
+    def range_text(self) -> str:
+        """The accepted range, for people: "From 1 to 604,800.", "More than 0 and less than 1." ("" for a bool)."""
+        if self.type is bool:
+            return ""
+        template = _RANGE_TEXT[self.exclusive_minimum, self.exclusive_maximum]
+        return str(format_lazy(template, low=_number(self.minimum), high=_number(self.maximum)))
+
+
+_RANGE_TEXT = {
+    (False, False): _("From {low} to {high}."),
+    (True, False): _("More than {low}, at most {high}."),
+    (False, True): _("At least {low}, less than {high}."),
+    (True, True): _("More than {low} and less than {high}."),
+}
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,}"
+
 
 def _common() -> list[Param]:
     return [
         Param("enabled", bool, True, _("warn about this")),
-        Param("repeat_seconds", int, 3600, _("repeat the notification every (seconds)"), minimum=60, maximum=7 * 86400),
+        Param(
+            "repeat_seconds",
+            int,
+            3600,
+            _("repeat the notification every (seconds)"),
+            minimum=MINUTE_SECONDS,
+            maximum=7 * DAY_SECONDS,
+        ),
     ]
+
+
+def _messages(name: str, default: int, label, minimum: int = 1) -> Param:
+    return Param(name, int, default, label, minimum=minimum, maximum=MAX_MESSAGES)
+
+
+def _baseline() -> Param:
+    return Param("baseline_minutes", int, 60, _("baseline over (minutes)"), minimum=5, maximum=MAX_BASELINE_MINUTES)
+
+
+def _percent(label) -> Param:
+    return Param("percent", float, 90.0, label, minimum=0, maximum=100)
+
+
+def _grace() -> Param:
+    return Param("grace_seconds", int, 120, _("grace period (seconds)"), minimum=0, maximum=DAY_SECONDS)
 
 
 PARAMS: dict[str, list[Param]] = {
     WarningKind.CONSUMER_LAG: [
-        Param("messages", int, 10_000, _("messages behind"), minimum=1),
-        Param("seconds", int, 300, _("time behind (seconds)"), minimum=1),
+        _messages("messages", 10_000, _("messages behind")),
+        Param("seconds", int, 300, _("time behind (seconds)"), minimum=1, maximum=7 * DAY_SECONDS),
     ],
-    WarningKind.CLIENT_BLOCKED: [Param("seconds", int, 10, _("queue not consumed for (seconds)"), minimum=1)],
+    WarningKind.CLIENT_BLOCKED: [
+        Param("seconds", int, 10, _("queue not consumed for (seconds)"), minimum=1, maximum=DAY_SECONDS)
+    ],
     WarningKind.OFFSET_MOVED: [],
     WarningKind.SUBSCRIPTION_MISMATCH: [],
-    WarningKind.CONSUME_FAILURES: [
-        Param("retries_per_hour", int, 100, _("messages sent back for retry per hour"), minimum=1)
-    ],
+    WarningKind.CONSUME_FAILURES: [_messages("retries_per_hour", 100, _("messages sent back for retry per hour"))],
     WarningKind.DEAD_LETTERS: [
-        Param("messages_per_hour", int, 1, _("messages reaching the dead letter queue per hour"), minimum=1)
+        _messages("messages_per_hour", 1, _("messages reaching the dead letter queue per hour"))
     ],
     WarningKind.PRODUCE_ERRORS: [
-        Param("exceptions", int, 1, _("send exceptions"), minimum=1),
-        Param("window_minutes", int, 5, _("within (minutes)"), minimum=1, maximum=1440),
+        _messages("exceptions", 1, _("send exceptions")),
+        Param("window_minutes", int, 5, _("within (minutes)"), minimum=1, maximum=MAX_BASELINE_MINUTES),
     ],
     WarningKind.TRAFFIC_SURGE: [
-        Param("factor", float, 3.0, _("times the baseline"), minimum=1, exclusive_minimum=True),
-        Param("baseline_minutes", int, 60, _("baseline over (minutes)"), minimum=5, maximum=1440),
-        Param("min_per_minute", int, 100, _("ignore below (messages per minute)"), minimum=0),
+        Param("factor", float, 3.0, _("times the baseline"), minimum=1, maximum=1000, exclusive_minimum=True),
+        _baseline(),
+        _messages("min_per_minute", 100, _("ignore below (messages per minute)"), minimum=0),
     ],
     WarningKind.TRAFFIC_DROP: [
         Param(
@@ -105,17 +174,21 @@ PARAMS: dict[str, list[Param]] = {
             exclusive_minimum=True,
             exclusive_maximum=True,
         ),
-        Param("baseline_minutes", int, 60, _("baseline over (minutes)"), minimum=5, maximum=1440),
-        Param("min_baseline_per_minute", int, 100, _("judge only from a baseline of (messages per minute)"), minimum=1),
+        _baseline(),
+        _messages("min_baseline_per_minute", 100, _("judge only from a baseline of (messages per minute)")),
     ],
-    WarningKind.NAMESERVER_DOWN: [Param("grace_seconds", int, 120, _("grace period (seconds)"), minimum=0)],
-    WarningKind.BROKER_DOWN: [Param("grace_seconds", int, 120, _("grace period (seconds)"), minimum=0)],
-    WarningKind.SLAVE_LAG: [Param("bytes", int, 100 * 1024 * 1024, _("bytes behind the master"), minimum=1)],
-    WarningKind.SERVER_CPU: [Param("percent", float, 90.0, _("CPU busy (%)"), minimum=0, maximum=100)],
-    WarningKind.SERVER_MEMORY: [Param("percent", float, 90.0, _("memory used (%)"), minimum=0, maximum=100)],
-    WarningKind.SERVER_DISK: [Param("percent", float, 90.0, _("disk used (%)"), minimum=0, maximum=100)],
-    WarningKind.SERVER_LOAD: [Param("load1", float, 10.0, _("one-minute load average"), minimum=0)],
-    WarningKind.SERVER_TCP: [Param("established", int, 10_000, _("established TCP connections"), minimum=1)],
+    WarningKind.NAMESERVER_DOWN: [_grace()],
+    WarningKind.BROKER_DOWN: [_grace()],
+    WarningKind.SLAVE_LAG: [
+        Param("bytes", int, 100 * 1024 * 1024, _("bytes behind the master"), minimum=1, maximum=MAX_BYTES)
+    ],
+    WarningKind.SERVER_CPU: [_percent(_("CPU busy (%)"))],
+    WarningKind.SERVER_MEMORY: [_percent(_("memory used (%)"))],
+    WarningKind.SERVER_DISK: [_percent(_("disk used (%)"))],
+    WarningKind.SERVER_LOAD: [Param("load1", float, 10.0, _("one-minute load average"), minimum=0, maximum=10_000)],
+    WarningKind.SERVER_TCP: [
+        Param("established", int, 10_000, _("established TCP connections"), minimum=1, maximum=10**8)
+    ],
 }
 for _kind in PARAMS:
     PARAMS[_kind] = PARAMS[_kind] + _common()
@@ -158,14 +231,17 @@ def _check_number(param: Param, value) -> str | None:
         return None if isinstance(value, bool) else str(_("Enter true or false."))
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(_("Enter a number."))
-    if param.type is int and not float(value).is_integer():
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(_("Enter a finite number."))
+    # An int is compared as it is (float() of a huge one raises OverflowError; the bounds below refuse it).
+    if param.type is int and isinstance(value, float) and not value.is_integer():
         return str(_("Enter a whole number."))
     if param.minimum is not None and (value <= param.minimum if param.exclusive_minimum else value < param.minimum):
         template = _("Must be more than {limit}.") if param.exclusive_minimum else _("Must be at least {limit}.")
-        return str(format_lazy(template, limit=param.minimum))
+        return str(format_lazy(template, limit=_number(param.minimum)))
     if param.maximum is not None and (value >= param.maximum if param.exclusive_maximum else value > param.maximum):
         template = _("Must be less than {limit}.") if param.exclusive_maximum else _("Must be at most {limit}.")
-        return str(format_lazy(template, limit=param.maximum))
+        return str(format_lazy(template, limit=_number(param.maximum)))
     return None
 
 
@@ -232,16 +308,29 @@ class Thresholds:
 
 
 def _rows_params(rows: Iterable[WarningThreshold]) -> Iterable[tuple[WarningThreshold, dict]]:
-    """Each row with its params, leaving out a stored value that no longer validates (a parameter renamed or its
-    bounds tightened in a later version must not break evaluation; the pages show the row for correction)."""
+    """Each row with its params, leaving out what no longer validates: a row of a kind this version does not know,
+    and any stored value out of its parameter's range (renamed, its bounds tightened in a later version, or written
+    before the bounds existed). Such a value must not break evaluation: the rule uses the inherited value instead,
+    the log says so, and the pages show the row for correction."""
     for row in rows:
+        if row.kind not in PARAMS:
+            logger.warning("ignoring warning threshold %s: unknown kind %r", row.pk, row.kind)
+            continue
         params = row.params if isinstance(row.params, dict) else {}
         kept = {}
         for name, value in params.items():
             try:
                 kept.update(validate_params(row.kind, {name: value}))
-            except ValidationError:
-                continue
+            except ValidationError as error:
+                logger.warning(
+                    "ignoring warning threshold %s (%s, %s) %s=%.100r: %s",
+                    row.pk,
+                    row.kind,
+                    row.scope,
+                    name,
+                    value,
+                    "; ".join(error.messages),
+                )
         yield row, kept
 
 
@@ -257,6 +346,8 @@ def thresholds_for(cluster: Cluster) -> Thresholds:
     overrides = {}
     for row, params in _rows_params(rows):
         target = row.target
+        if target is None:  # a scope that does not match the subject set (written around validation)
+            continue
         subject_type = KIND_SUBJECT[row.kind]
         overrides[(row.kind, subject_type, target.name)] = params
     return Thresholds(defaults, overrides)

@@ -13,13 +13,19 @@ the key would also move has not changed since a reading at least that long ago (
 counted anything), the window holds nothing, and the key reads zero without being asked. A group key needs its
 group to have had no backlog as well (a consumer with messages waiting may pull without committing, e.g. when its
 callbacks hang). Each remembered figure is kept with ``since``, the time of the first reading that showed its
-current value. (One proof needs no memory: GET_BROKER_CONSUME_STATS also gives each group's pull rate over the
-master's own minute window, GROUP_GET_NUMS's rate, so a rate of zero is a master's GROUP_GET_NUMS reading zero.)
+current value. (One proof needs little memory: GET_BROKER_CONSUME_STATS also gives each group's pull rate over the
+master's own minute window, GROUP_GET_NUMS's rate, so a rate of zero is a master's GROUP_GET_NUMS reading zero, except
+for a key created since its broker last sampled: it is not trusted for a pair new since the last cycle or whose key
+was missing.)
 
-The memory also keeps the stats keys a broker said do not exist: such a key is skipped while the figures prove
-nothing happened since it was missing (any activity would have created it), or, for a key no figure covers, for
-:data:`MISSING_TTL` seconds. And it keeps the read position in each OFFSET_MOVED_EVENT queue, the dead-letter
-totals and where each topic and group lived, so a broker that is down can be shown as a gap for them.
+The memory also keeps the stats keys a broker said do not exist: a key that does not exist has counted nothing
+since its broker started (a true zero), and it stays missing while a figure proves nothing happened since it was
+found missing (any activity would have created it). Nothing else proves it: a missing key that no figure covers is
+asked again every minute, or a new topic's first messages would be read as zeros. A key found missing and then
+created answers an empty minute window until its broker's first 10-second sampling of it: that minute is a gap
+(:meth:`was_missing`). The memory also keeps the read position in each OFFSET_MOVED_EVENT queue, the dead-letter
+totals and where each topic and group lived (so a broker that is down can be shown as a gap for them, and a topic or
+group new since the last cycle is known as such).
 
 Everything is plain JSON (times are epoch seconds) stored in ``CollectionState.memory``; figures of brokers that
 answered are replaced each cycle, so topics and groups deleted from the cluster are forgotten.
@@ -32,8 +38,6 @@ from typing import Any
 
 # Longest a broker's minute window reaches back: its last sampling (every 10 s) and six before it, plus margin.
 HORIZON = 75.0
-# How long a missing stats key that no figure covers is believed missing before it is asked again.
-MISSING_TTL = 300.0
 
 
 class Memory:
@@ -41,7 +45,8 @@ class Memory:
 
     :meth:`observe` records a figure and tells since when it has had its value; :meth:`quiet` says whether a time
     is old enough to prove a stats window empty. Observations are collected into a new memory that :meth:`dump`
-    returns; :meth:`carry_over` keeps an unreachable broker's old figures."""
+    returns; :meth:`carry_over` keeps an unreachable broker's old figures. Missing keys are remembered while
+    they are not asked again (:meth:`keep_missing`), and forgotten with their topic or group."""
 
     def __init__(self, data: dict[str, Any] | None, now: float):
         data = data or {}
@@ -52,9 +57,7 @@ class Memory:
         self.dlq: dict[str, int] = dict(data.get("dlq", {}))
         self.layout: dict[str, dict[str, list]] = dict(data.get("layout", {}))
         self._new_figures: dict[str, list] = {}
-        self._new_missing: dict[str, float] = {
-            key: marked for key, marked in self._missing.items() if now - marked < MISSING_TTL * 12
-        }
+        self._new_missing: dict[str, float] = {}
 
     @staticmethod
     def key(*parts: Hashable) -> str:
@@ -72,31 +75,36 @@ class Memory:
         """Whether nothing that changes a figure seen unchanged since ``since`` can be in a stats window now."""
         return since <= self.now - HORIZON
 
-    def missing_since(self, key: str) -> float | None:
-        return self._missing.get(key)
+    def was_missing(self, key: str) -> bool:
+        """Whether the stats key did not exist when last asked (or when its topic or group appeared)."""
+        return key in self._missing
 
     def mark_missing(self, key: str) -> None:
+        """The key does not exist now: the broker said so, or nothing has counted since its topic appeared."""
         self._new_missing[key] = self.now
 
-    def unmark_missing(self, key: str) -> None:
-        self._new_missing.pop(key, None)
+    def keep_missing(self, key: str) -> None:
+        """The key was not asked this cycle: whatever was known of its existence still stands."""
+        if key in self._missing:
+            self._new_missing[key] = self._missing[key]
 
     def skip_missing(self, key: str, broker_since: float | None, entity_since: float | None) -> bool:
-        """Whether a stats key the broker said is missing still is: nothing that would have created it happened
-        since (the broker's counter, or the topic's or pair's figures, unchanged since before it was marked);
-        or, for a key no figure of its own covers, it was marked less than MISSING_TTL ago."""
+        """Whether a stats key the broker said is missing still is, proved by figures: nothing that would have
+        created it happened since (the broker's counter, or the topic's or pair's figures, unchanged since before it
+        was marked). Without such a proof it must be asked: it may have been created a second later."""
         marked = self._missing.get(key)
         if marked is None:
             return False
-        if any(since is not None and since <= marked for since in (broker_since, entity_since)):
-            return True
-        return entity_since is None and self.now - marked < MISSING_TTL
+        return any(since is not None and since <= marked for since in (broker_since, entity_since))
 
     def carry_over(self, prefix: str) -> None:
-        """Keep the old figures under ``prefix`` (a broker that did not answer this cycle)."""
+        """Keep the old figures and missing keys under ``prefix`` (a broker that did not answer this cycle)."""
         for key, figure in self._figures.items():
             if key.startswith(prefix):
                 self._new_figures.setdefault(key, figure)
+        for key, marked in self._missing.items():
+            if key.startswith(prefix):
+                self._new_missing.setdefault(key, marked)
 
     def dump(self) -> dict[str, Any]:
         return {

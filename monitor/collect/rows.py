@@ -99,6 +99,8 @@ class Readings:
     dlq_totals: dict[tuple[str, str], int | None] = field(default_factory=dict)
     extra_ends: dict[tuple[str, str, int], int] = field(default_factory=dict)
     requests: int = 0
+    # Per broker name, the (topic, None) and (topic, group) entries of the last cycle's layout.
+    known: dict[str, set[tuple[str, str | None]]] = field(default_factory=dict)
 
     def members(self, broker_name: str) -> list[Target]:
         """The broker name's master (first) and slaves."""
@@ -109,7 +111,12 @@ class Readings:
 
     def layout_from_masters(self, is_system_topic: Callable[[str], bool]) -> None:
         """The user topics and (topic, group) pairs of each broker name: from its master now, else as last seen
-        (so a master that is down shows its topics and groups as gaps)."""
+        (so a master that is down shows its topics and groups as gaps). What was known before is kept in ``known``
+        (pairs a group subscribes to without offsets there, added by :meth:`subscribed`, included)."""
+        for broker_name, layout in self.memory.layout.items():
+            self.known[broker_name] = {(topic, None) for topic in layout["topics"]} | {
+                (topic, group) for topic, group in (*layout["pairs"], *layout.get("subscribed", []))
+            }
         for broker_name in sorted({t.broker_name for t in self.targets}):
             tables = self.masters.get(broker_name)
             if tables is None:
@@ -120,6 +127,18 @@ class Readings:
                 "pairs": sorted([topic, group] for topic, group in tables.queues),
             }
             self.layouts[broker_name] = self.memory.layout[broker_name] = layout
+
+    def subscribed(self, broker_name: str, topic: str, group: str) -> None:
+        """Remember that the group subscribes to the topic on this broker name without offsets there."""
+        self.memory.layout[broker_name].setdefault("subscribed", []).append([topic, group])
+
+    def is_new(self, broker_name: str, topic: str, group: str | None = None) -> bool:
+        """Whether the topic, or the group's reading of it, appeared on this broker name since the last cycle; on a
+        broker name the collector had never read, everything is new, except in its first cycle of the cluster (then
+        nothing is known to be new)."""
+        if not self.known:
+            return False
+        return (topic, group) not in self.known.get(broker_name, ())
 
     def value(self, target: Target | None, stat: str, key: str) -> Window | None:
         """A key's window; a key not asked on a broker that was read was proved zero."""

@@ -16,8 +16,10 @@ One cycle reads the whole cluster with few requests, all at once, a bounded numb
    keys of subscriptions no master had offsets for, and the queue ends of topics broadcasting groups read;
 5. the dead-letter totals of groups that sent messages back (the others' are remembered).
 
-Keys proved idle, or said not to exist, are not asked (:mod:`monitor.collect.memory`). The minute's rows
-(:mod:`monitor.collect.rows`), the collector's memory and the lease are written at the end, in one transaction.
+Keys proved idle, or proved still missing, are not asked (:mod:`monitor.collect.memory`); a key that did not exist
+at the last look, or whose topic or group is new, is asked, and its empty minute window is a gap: the broker has
+not sampled its first messages yet. The minute's rows (:mod:`monitor.collect.rows`), the collector's memory and the
+lease are written at the end, in one transaction.
 """
 
 from __future__ import annotations
@@ -203,6 +205,7 @@ class Cycle:
                 self.memory.carry_over(self.memory.key("b", target.label, ""))
                 self.memory.carry_over(self.memory.key("t", target.broker_name, ""))
                 self.memory.carry_over(self.memory.key("p", target.broker_name, ""))
+                self.memory.carry_over(self.memory.key("m", target.label, ""))
         readings.requests = self.requests.count
         return readings
 
@@ -302,21 +305,43 @@ class Cycle:
         since = self.memory.observe(self.memory.key("p", broker_name, topic, group), [consumed, stored])
         return since if consumed >= stored else None
 
+    def _missing_key(self, target: Target, stat: str, key: str) -> str:
+        return self.memory.key("m", target.label, stat, key)
+
+    def _is_new(self, target: Target, topic: str, group: str | None = None) -> bool:
+        return self.readings.is_new(target.broker_name, topic, group)
+
     async def _stat(
-        self, target: Target, stat: str, key: str, broker_since: float | None, entity_since: float | None
+        self,
+        target: Target,
+        stat: str,
+        key: str,
+        broker_since: float | None,
+        entity_since: float | None,
+        *,
+        new: bool = False,
     ) -> Window | None:
         """One stats key's minute on one broker, or ZERO without asking when proved idle (``broker_since`` and
         ``entity_since``: since when the broker's counter and the topic's or pair's figures show nothing moved)
-        or known missing."""
-        missing = self.memory.key("m", target.label, stat, key)
+        or proved still missing. ``new``: its topic or pair appeared since the last cycle (proved idle, nothing
+        has created its key yet)."""
+        missing = self._missing_key(target, stat, key)
         quiet_since = _earliest(broker_since, entity_since)
         if quiet_since is not None and self.memory.quiet(quiet_since):
+            if new:
+                self.memory.mark_missing(missing)
+            else:
+                self.memory.keep_missing(missing)
             return ZERO
         if self.memory.skip_missing(missing, broker_since, entity_since):
+            self.memory.keep_missing(missing)
             return ZERO
-        return await self._ask(target, stat, key, missing)
+        return await self._ask(target, stat, key, missing, new=new)
 
-    async def _ask(self, target: Target, stat: str, key: str, missing: str) -> Window | None:
+    async def _ask(self, target: Target, stat: str, key: str, missing: str, *, new: bool = False) -> Window | None:
+        """The key's minute as its broker answers it: ZERO if the key does not exist (nothing counted since the
+        broker started); None if it cannot be read, or if it was created since the last look (``new``, or missing
+        then) and its window is still empty: its first messages are not in it until the broker samples it."""
         try:
             data = await self.requests.send(
                 target.addr, lambda: self.admin.view_broker_stats_data(target.addr, stat, key), timeout=self.timeout
@@ -329,24 +354,32 @@ class Cycle:
             return None
         except FAILED:
             return None
-        self.memory.unmark_missing(missing)
-        return _window(data)
+        window = _window(data)
+        if window.sum == 0 and (new or self.memory.was_missing(missing)):
+            return None
+        return window
 
     async def _count_and_size(
-        self, target: Target, nums: str, size: str, key: str, broker_since: float | None, entity_since: float | None
+        self,
+        target: Target,
+        nums: str,
+        size: str,
+        key: str,
+        broker_since: float | None,
+        entity_since: float | None,
+        *,
+        new: bool,
     ) -> None:
         """A count and, only where the count moved, its size."""
         windows = self.readings.windows
-        count = await self._stat(target, nums, key, broker_since, entity_since)
+        count = await self._stat(target, nums, key, broker_since, entity_since, new=new)
         windows[target.label, nums, key] = count
         if count is None:
             windows[target.label, size, key] = None
         elif count.sum == 0:
             windows[target.label, size, key] = ZERO
         else:
-            windows[target.label, size, key] = await self._ask(
-                target, size, key, self.memory.key("m", target.label, size, key)
-            )
+            windows[target.label, size, key] = await self._ask(target, size, key, self._missing_key(target, size, key))
 
     # --- the waves ---------------------------------------------------------------------------------------------
 
@@ -381,12 +414,21 @@ class Cycle:
                 keys.topic_key(topic),
                 self._counter_since(target, "put"),
                 self._topic_since(name, topic),
+                new=self._is_new(target, topic),
             )
             return
         key = keys.group_key(topic, group)
         tables = self.readings.masters.get(name)
-        if target.is_master and tables is not None and tables.tps.get((topic, group)) == 0.0:
-            # The master's own pull rate for the pair over its minute window, from the bulk answer: zero pulled.
+        new = self._is_new(target, topic, group)
+        if (
+            target.is_master
+            and tables is not None
+            and tables.tps.get((topic, group)) == 0.0
+            and not new
+            and not self.memory.was_missing(self._missing_key(target, keys.GROUP_GET_NUMS, key))
+        ):
+            # The master's own pull rate for the pair over its minute window, from the bulk answer: zero pulled
+            # (a key created since the broker last sampled also reads 0: hence not for a new or missing key).
             self.readings.windows[target.label, keys.GROUP_GET_NUMS, key] = ZERO
             self.readings.windows[target.label, keys.GROUP_GET_SIZE, key] = ZERO
             return
@@ -397,6 +439,7 @@ class Cycle:
             key,
             self._counter_since(target, "get"),
             self._pair_since(name, topic, group),
+            new=new,
         )
 
     async def _clients_job(self, group: str) -> None:
@@ -437,6 +480,7 @@ class Cycle:
                 for broker_name, tables in readings.masters.items():
                     if topic in tables.topics and (topic, group) not in tables.queues:
                         extra.setdefault(broker_name, []).append(("get", topic, group))
+                        readings.subscribed(broker_name, topic, group)
                         if clients.broadcasting and topic not in tables.ends:
                             work.append(self._ends_job(broker_name, topic))
         for target in readings.targets:
@@ -460,6 +504,7 @@ class Cycle:
             key,
             self._counter_since(target, "put"),
             self._pair_since(target.broker_name, topic, group),
+            new=self._is_new(target, topic, group),
         )
         self.readings.windows[target.label, keys.SNDBCK_PUT_NUMS, key] = window
         if window is None or window.sum:

@@ -11,7 +11,9 @@ it, so the demo topics and groups are in the registry, unowned and ready to adop
 report their sends through the producer SDK (:mod:`monitor.sdk`): their producer groups are registered for
 their topics and get a fresh token each start (the previous demo tokens are revoked), written to
 ``var/demo/producer-tokens/<group>.token``, where the traffic workers read them (MQCLOUD_PRODUCER_TOKEN_DIR and
-MQCLOUD_PORTAL_URL in the sandbox's environment). Then it prints the URL and the credentials.
+MQCLOUD_PORTAL_URL in the sandbox's environment). Then it prints the URL and the credentials. Every child gets
+PORTAL_BASE_URL set to the demo's own URL (:func:`portal_url`), so the links in warning notifications point at the
+port the demo really serves.
 
 Ctrl-C (SIGINT) or SIGTERM stops everything it started, last started first; a child that dies on its own is
 reported with the end of its log, and stops the demo. Ports come from DEMO_PORT (web, default 8000),
@@ -114,7 +116,7 @@ class Command(BaseCommand):
         cluster_name, cluster_label, cluster_command, cluster_deadline = DEMO_CLUSTERS[kind]
         if kind != "sandbox":
             cluster_command = [*cluster_command, "--workdir", str(demo_dir / f"rocketmq-{kind}")]
-        env = {**os.environ, "REDIS_URL": redis_url, "MQCLOUD_VAR_DIR": str(settings.VAR_DIR), "PYTHONUNBUFFERED": "1"}
+        env = child_environment(web_port, redis_url)
         manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
         celery = [sys.executable, "-m", "celery", "-A", "portal"]
 
@@ -122,7 +124,7 @@ class Command(BaseCommand):
         token_dir = demo_dir / "producer-tokens"
         shutil.rmtree(token_dir, ignore_errors=True)
         token_dir.mkdir(parents=True)
-        reporting = {"MQCLOUD_PORTAL_URL": f"http://{HOST}:{web_port}", "MQCLOUD_PRODUCER_TOKEN_DIR": str(token_dir)}
+        reporting = {"MQCLOUD_PORTAL_URL": portal_url(web_port), "MQCLOUD_PRODUCER_TOKEN_DIR": str(token_dir)}
 
         self._say(f"starting Redis on {HOST}:{redis_port} and {cluster_label}; logs in {self.supervisor.log_dir}")
         self._start("redis", [
@@ -170,7 +172,7 @@ class Command(BaseCommand):
             self._say(f"  {adopted} imported topics and groups given to {TEAM_NAME}")
         reporting_groups = self._issue_producer_tokens(cluster, team, admin, token_dir)
         self._say(f"  producer groups reporting their sends through the SDK: {', '.join(reporting_groups) or 'none'}")
-        url = f"http://{HOST}:{web_port}/"
+        url = portal_url(web_port) + "/"
         self._wait("the web server", lambda: _http_ok(url + "healthz"))
         self._banner(url, cluster_label, namesrv, redis_url)
         while not self.stop.wait(0.5):
@@ -299,6 +301,23 @@ class Command(BaseCommand):
                 ]
             )
         )
+
+
+def portal_url(web_port: int) -> str:
+    """The demo portal's base URL: where its web server listens."""
+    return f"http://{HOST}:{web_port}"
+
+
+def child_environment(web_port: int, redis_url: str) -> dict[str, str]:
+    """The environment of every process the demo starts. PORTAL_BASE_URL is the demo's own URL whatever the shell
+    says: the worker writes it into warning notifications' links, and the demo serves only ``HOST:web_port``."""
+    return {
+        **os.environ,
+        "REDIS_URL": redis_url,
+        "MQCLOUD_VAR_DIR": str(settings.VAR_DIR),
+        "PORTAL_BASE_URL": portal_url(web_port),
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
 def _redis_answers(url: str) -> bool:

@@ -45,7 +45,9 @@ class ApplicationState(models.TextChoices):
 class Application(models.Model):
     """``payload`` holds what was asked for, per kind (validated and normalized by the service when submitted):
 
-    - topic_create: ``{"name", "queue_nums", "ordered", "trace_enabled", "description"}``
+    - topic_create: ``{"name", "queue_nums", "ordered", "trace_enabled", "description"}``, plus
+      ``"consumer_groups": [{"name", "message_model", "description", "tag_expression"}]`` when groups subscribed to
+      the new topic are asked for with it (created by the same approval)
     - topic_change: ``{"name", "queue_nums", "trace_enabled"}`` (the changed keys only, besides the name)
     - consumer_group_create: ``{"name", "message_model", "description",
       "subscriptions": [{"topic_id", "tag_expression"}]}``
@@ -121,6 +123,11 @@ class Application(models.Model):
         """The name the application is about: the new name for a creation, the target's name otherwise."""
         target = self.topic or self.consumer_group or self.producer_group
         return target.name if target else str(self.payload.get("name", ""))
+
+    @property
+    def requested_consumer_groups(self) -> list[dict]:
+        """The consumer groups a new topic's application asks for with it (none for other kinds)."""
+        return self.payload.get("consumer_groups", []) if self.kind == ApplicationKind.TOPIC_CREATE else []
 
     @property
     def is_pending(self) -> bool:

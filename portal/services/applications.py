@@ -18,6 +18,10 @@ stays pending, nothing is recorded in the registry, and the error is raised (Clu
 ValidationError if the request is no longer valid). Approving again is safe: every cluster operation is an upsert
 or an idempotent delete.
 
+A new topic may come with the consumer groups that will read it (``consumer_groups`` in its payload, see
+``_clean_topic_groups``): one application, approved once, creating the topic and then its groups on the cluster and
+all of them in the registry in the one transaction of step 3, so a failure on any group leaves no registry row.
+
 Lowering a topic's queue count is allowed: RocketMQ's updateTopic does it, and read and write queue counts change
 together, so messages still waiting in the removed queues are no longer delivered; the approver decides whether the
 topic is drained. A topic's order flag cannot be changed (the queue count of an ordered topic can).
@@ -38,6 +42,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from portal import access
+from portal.inputs import MAX_ID
 from portal.models import (
     Application,
     ApplicationKind,
@@ -57,8 +62,8 @@ from portal.models.applications import CLAIM_TIMEOUT
 from portal.services import audit, cluster_ops, notifications
 from portal.validation import validate_group_name, validate_tag_expression, validate_topic_name
 
-# The largest primary key (BigAutoField) there can be.
-MAX_ID = 2**63 - 1
+# Each group is one call per master during the approval, which must finish well within its claim (CLAIM_TIMEOUT).
+MAX_GROUPS_WITH_A_TOPIC = 20
 
 
 class InvalidTransition(Exception):
@@ -211,8 +216,12 @@ def _topic_id(value, field: str, errors: _Errors) -> int | None:
 
 
 def _clean_topic_create(application: Application, payload: dict) -> dict:
+    """A new topic, optionally with the consumer groups that will read it (``consumer_groups``, see
+    :func:`_clean_topic_groups`); the key is kept only when groups are asked for."""
     errors = _Errors()
-    _reject_unknown_keys(payload, {"name", "queue_nums", "ordered", "trace_enabled", "description"}, errors)
+    _reject_unknown_keys(
+        payload, {"name", "queue_nums", "ordered", "trace_enabled", "description", "consumer_groups"}, errors
+    )
     topic = Topic(
         cluster=application.cluster,
         team=application.team,
@@ -224,14 +233,53 @@ def _clean_topic_create(application: Application, payload: dict) -> dict:
     )
     topic.name = _clean_new_name(Topic, application, payload, errors)
     _clean_entry(topic, errors)
+    groups = _clean_topic_groups(application, payload.get("consumer_groups", []), errors)
     errors.raise_if_any()
-    return {
+    cleaned = {
         "name": topic.name,
         "queue_nums": topic.queue_nums,
         "ordered": topic.ordered,
         "trace_enabled": topic.trace_enabled,
         "description": topic.description,
     }
+    if groups:
+        cleaned["consumer_groups"] = groups
+    return cleaned
+
+
+def _clean_topic_groups(application: Application, raw, errors: _Errors) -> list[dict]:
+    """The consumer groups a new topic comes with, each subscribed to it alone: ``{"name", "message_model",
+    "description", "tag_expression"}``, validated as a consumer-group application validates its group (name rules,
+    not taken on the cluster nor asked for by another pending application, the model's fields) plus its tag
+    expression. Their errors are filed under ``consumer_groups``, each naming its group.
+
+    Carrying the groups on the topic's application (rather than linking a group application to a pending topic
+    application) keeps one row, one claim and one decision: approving creates all of it, rejecting or cancelling
+    drops all of it, and no second application can be decided out of order."""
+    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
+        errors.add("consumer_groups", _("Give a list of consumer groups, each with a name."))
+        return []
+    if len(raw) > MAX_GROUPS_WITH_A_TOPIC:
+        errors.add(
+            "consumer_groups",
+            _("At most %(count)s consumer groups may come with a new topic.") % {"count": MAX_GROUPS_WITH_A_TOPIC},
+        )
+        return []
+    groups = []
+    for number, item in enumerate(raw, start=1):
+        group_errors = _Errors()
+        _reject_unknown_keys(item, {"name", "message_model", "description", "tag_expression"}, group_errors)
+        group = _clean_new_consumer_group(application, item, group_errors)
+        group["tag_expression"] = _clean_tag_expression(item.get("tag_expression"), "tag_expression", group_errors)
+        if group["name"] and any(other["name"] == group["name"] for other in groups):
+            group_errors.add("name", _("This group is asked for twice."))
+        label = group["name"] or _("Group %(number)s") % {"number": number}
+        for key, messages in group_errors.errors.items():
+            where = label if key in ("name", NON_FIELD_ERRORS) else f"{label}, {key}"
+            for message in messages:
+                errors.add("consumer_groups", f"{where}: {message}")
+        groups.append(group)
+    return groups
 
 
 def _clean_topic_change(application: Application, payload: dict) -> dict:
@@ -273,9 +321,9 @@ def _clean_topic_delete(application: Application, payload: dict) -> dict:
     return {"name": topic.name}
 
 
-def _clean_consumer_group_create(application: Application, payload: dict) -> dict:
-    errors = _Errors()
-    _reject_unknown_keys(payload, {"name", "message_model", "description", "subscriptions"}, errors)
+def _clean_new_consumer_group(application: Application, payload: dict, errors: _Errors) -> dict:
+    """A new consumer group's own fields (``name``, ``message_model``, ``description``), whether asked for alone or
+    with a new topic."""
     group = ConsumerGroup(
         cluster=application.cluster,
         team=application.team,
@@ -285,6 +333,20 @@ def _clean_consumer_group_create(application: Application, payload: dict) -> dic
     )
     group.name = _clean_new_name(ConsumerGroup, application, payload, errors)
     _clean_entry(group, errors)
+    return {"name": group.name, "message_model": group.message_model, "description": group.description}
+
+
+def _clean_tag_expression(value, field: str, errors: _Errors) -> str:
+    """A subscription's tag expression; none given means every tag (``*``)."""
+    expression = str(value or "*").strip()
+    errors.check(field, lambda: validate_tag_expression(expression))
+    return expression
+
+
+def _clean_consumer_group_create(application: Application, payload: dict) -> dict:
+    errors = _Errors()
+    _reject_unknown_keys(payload, {"name", "message_model", "description", "subscriptions"}, errors)
+    group = _clean_new_consumer_group(application, payload, errors)
     subscriptions = []
     raw = payload.get("subscriptions")
     if not isinstance(raw, list) or not raw:
@@ -295,22 +357,16 @@ def _clean_consumer_group_create(application: Application, payload: dict) -> dic
             errors.add("subscriptions", _("Each subscription names a topic_id and a tag_expression."))
             continue
         topic_id = _topic_id(item.get("topic_id"), "subscriptions", errors)
-        expression = str(item.get("tag_expression") or "*").strip()
         if topic_id is None:
             continue
         if any(sub["topic_id"] == topic_id for sub in subscriptions):
             errors.add("subscriptions", _("Topic id %(id)s is subscribed twice.") % {"id": topic_id})
             continue
-        errors.check("subscriptions", lambda expression=expression: validate_tag_expression(expression))
+        expression = _clean_tag_expression(item.get("tag_expression"), "subscriptions", errors)
         subscriptions.append({"topic_id": topic_id, "tag_expression": expression})
     _check_active_topics(application, [sub["topic_id"] for sub in subscriptions], "subscriptions", errors)
     errors.raise_if_any()
-    return {
-        "name": group.name,
-        "message_model": group.message_model,
-        "description": group.description,
-        "subscriptions": subscriptions,
-    }
+    return {**group, "subscriptions": subscriptions}
 
 
 def _clean_producer_group_create(application: Application, payload: dict) -> dict:
@@ -381,7 +437,11 @@ def _clean_topic_association(application: Application, payload: dict) -> dict:
 
 
 def _act_topic_create(application: Application, payload: dict) -> None:
+    """The topic, then its groups. A failure stops there, leaving what was created on the cluster (as a topic
+    created on some masters only is left): every step is an upsert, so approving again completes it."""
     cluster_ops.create_topic(application.cluster, payload["name"], payload["queue_nums"], payload["ordered"])
+    for group in payload.get("consumer_groups", []):
+        _act_consumer_group_create(application, group)
 
 
 def _act_topic_change(application: Application, payload: dict) -> None:
@@ -444,6 +504,9 @@ def _record_topic_create(application: Application, payload: dict, by) -> None:
     fields = {"queue_nums", "ordered", "trace_enabled", "description"}
     application.topic = _new_entry(Topic, application, payload, fields)
     _created(by, application.topic)
+    for group in payload.get("consumer_groups", []):
+        subscriptions = [{"topic_id": application.topic.pk, "tag_expression": group["tag_expression"]}]
+        _new_consumer_group(application, group, subscriptions, by)
 
 
 def _record_topic_change(application: Application, payload: dict, by) -> None:
@@ -456,17 +519,22 @@ def _record_topic_change(application: Application, payload: dict, by) -> None:
     audit.record(by, "topic.changed", topic, before=before, after=audit.snapshot(topic))
 
 
-def _record_consumer_group_create(application: Application, payload: dict, by) -> None:
+def _new_consumer_group(application: Application, payload: dict, subscriptions: list[dict], by) -> ConsumerGroup:
+    """Record a consumer group the approval created, with exactly ``subscriptions`` (topic_id, tag_expression)."""
     group = _new_entry(ConsumerGroup, application, payload, {"message_model", "description"})
     group.subscriptions.all().delete()
     Subscription.objects.bulk_create(
         [
             Subscription(consumer_group=group, topic_id=sub["topic_id"], tag_expression=sub["tag_expression"])
-            for sub in payload["subscriptions"]
+            for sub in subscriptions
         ]
     )
-    application.consumer_group = group
     _created(by, group)
+    return group
+
+
+def _record_consumer_group_create(application: Application, payload: dict, by) -> None:
+    application.consumer_group = _new_consumer_group(application, payload, payload["subscriptions"], by)
 
 
 def _record_producer_group_create(application: Application, payload: dict, by) -> None:

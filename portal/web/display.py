@@ -53,6 +53,17 @@ def describe_payload(application, names: dict[int, str]) -> list[tuple[str, str]
             for row in payload["subscriptions"]
         ]
         rows.append((_("Subscriptions"), ", ".join(subscriptions)))
+    if application.requested_consumer_groups:
+        groups = []
+        for group in application.requested_consumer_groups:
+            model = MessageModel(group["message_model"]).label
+            line = _("%(name)s (%(model)s, tags: %(tags)s)") % {
+                "name": group["name"],
+                "model": model,
+                "tags": group["tag_expression"],
+            }
+            groups.append(f"{line}: {group['description']}" if group["description"] else line)
+        rows.append((_("Consumer groups"), "\n".join(groups)))
     if "topic_ids" in payload:
         rows.append((_("Topics"), ", ".join(str(names.get(pk, pk)) for pk in payload["topic_ids"])))
     if "role" in payload:

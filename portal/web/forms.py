@@ -75,9 +75,34 @@ class TopicCreateForm(NewEntryForm):
     trace_enabled = forms.BooleanField(label=_("Message trace"), required=False)
     description = forms.CharField(label=_("Description"), widget=forms.Textarea(attrs={"rows": 3}), required=False)
 
-    def payload(self) -> dict:
+    def payload(self, consumer_groups: list[dict]) -> dict:
         data = self.cleaned_data
-        return {key: data[key] for key in ("name", "queue_nums", "ordered", "trace_enabled", "description")}
+        payload = {key: data[key] for key in ("name", "queue_nums", "ordered", "trace_enabled", "description")}
+        if consumer_groups:
+            payload["consumer_groups"] = consumer_groups
+        return payload
+
+
+class TopicGroupForm(forms.Form):
+    """One consumer group asked for with a new topic; it subscribes to that topic with ``tag_expression``."""
+
+    name = forms.CharField(label=_("Consumer group name"), max_length=300, required=False)
+    message_model = forms.ChoiceField(label=_("Message model"), choices=MessageModel.choices)
+    tag_expression = forms.CharField(label=_("Tag expression"), max_length=1024, initial="*", required=False)
+    description = forms.CharField(label=_("Description"), max_length=1000, required=False)
+
+
+class BaseTopicGroupFormSet(forms.BaseFormSet):
+    """The consumer-group rows of a topic application; rows without a name are ignored."""
+
+    error_key = "consumer_groups"
+
+    def consumer_groups(self) -> list[dict]:
+        """The named rows as the service takes them (it validates them)."""
+        return [form.cleaned_data for form in self.forms if form.cleaned_data.get("name")]
+
+
+TopicGroupFormSet = forms.formset_factory(TopicGroupForm, formset=BaseTopicGroupFormSet, extra=3, max_num=20)
 
 
 class ConsumerGroupCreateForm(NewEntryForm):

@@ -236,6 +236,57 @@ def test_an_approved_consumer_group_exists_on_the_sandbox(member, portal_admin, 
             assert "GID_API_APPROVED" in admin.get_all_subscription_group(addr).subscription_group_table
 
 
+def test_a_topic_with_two_consumer_groups_is_applied_for_and_approved_once_through_the_api(
+    member, portal_admin, team, cluster, sandbox
+):
+    groups = [{"name": "GID_API_BILLING", "tag_expression": "paid"}, {"name": "GID_API_AUDIT"}]
+    response = submit(logged_in(member), **new_topic(team, cluster, "API_WITH_GROUPS", consumer_groups=groups))
+    assert response.status_code == 201, response.data
+    expected = [
+        {"name": "GID_API_BILLING", "message_model": "CLUSTERING", "tag_expression": "paid", "description": ""},
+        {"name": "GID_API_AUDIT", "message_model": "CLUSTERING", "tag_expression": "*", "description": ""},
+    ]
+    assert response.data["consumer_groups"] == expected
+
+    approved = logged_in(portal_admin).post(reverse("api:application-approve", args=[response.data["id"]]))
+    assert approved.status_code == 200, approved.data
+    assert (approved.data["state"], approved.data["consumer_groups"]) == (ApplicationState.APPROVED, expected)
+    topic = Topic.objects.get(pk=approved.data["topic"])
+    for name in ("GID_API_BILLING", "GID_API_AUDIT"):
+        group = ConsumerGroup.objects.get(name=name)
+        assert (group.team, list(group.topics.all())) == (team, [topic])
+    with MQAdmin(sandbox.namesrv_addr) as admin:
+        for data in admin.examine_broker_cluster_info().broker_addr_table.values():
+            assert {"GID_API_BILLING", "GID_API_AUDIT"} <= set(
+                admin.get_all_subscription_group(data.master_addr).subscription_group_table
+            )
+
+
+def test_an_invalid_consumer_group_refuses_the_topic_application_under_payload(member, team, cluster):
+    groups = [{"name": "GID_FINE"}, {"name": "bad group!"}]
+    response = submit(logged_in(member), **new_topic(team, cluster, "API_REFUSED", consumer_groups=groups))
+    assert response.status_code == 400, response.data
+    assert list(response.data) == ["payload"] and list(response.data["payload"]) == ["consumer_groups"]
+    assert response.data["payload"]["consumer_groups"][0].startswith("bad group!: Only letters, digits")
+    assert not Application.objects.exists()
+
+
+def test_the_schema_documents_the_consumer_groups_of_a_new_topic(db):
+    schema = APIClient().get(reverse("api:schema"), {"format": "json"}).json()
+    groups = schema["components"]["schemas"]["Application"]["properties"]["consumer_groups"]
+    assert groups["items"]["$ref"].endswith("/TopicGroup")
+    assert set(schema["components"]["schemas"]["TopicGroup"]["properties"]) == {
+        "name",
+        "message_model",
+        "tag_expression",
+        "description",
+    }
+    create = schema["paths"]["/api/v1/applications/"]["post"]
+    assert "consumer_groups" in create["description"]
+    example = create["requestBody"]["content"]["application/json"]["examples"]["ANewTopicWithTwoConsumerGroups"]
+    assert len(example["value"]["payload"]["consumer_groups"]) == 2
+
+
 def test_a_cluster_that_does_not_answer_gives_502_and_the_application_stays_pending(
     member, portal_admin, team, dead_cluster
 ):

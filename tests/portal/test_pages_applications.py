@@ -26,8 +26,22 @@ def as_member(client, member):
     return client
 
 
-def topic_form(team, cluster, **fields):
-    return {"team": team.pk, "cluster": cluster.pk, "queue_nums": 8, "reason": "orders", **fields}
+def topic_form(team, cluster, groups=(), **fields):
+    """The topic form with its consumer-group rows (name, message model, tag expression)."""
+    data = {
+        "team": team.pk,
+        "cluster": cluster.pk,
+        "queue_nums": 8,
+        "reason": "orders",
+        "group-TOTAL_FORMS": len(groups),
+        "group-INITIAL_FORMS": 0,
+        **fields,
+    }
+    for i, (name, model, expression) in enumerate(groups):
+        data.update(
+            {f"group-{i}-name": name, f"group-{i}-message_model": model, f"group-{i}-tag_expression": expression}
+        )
+    return data
 
 
 def group_form(team, cluster, name, rows, **fields):
@@ -275,6 +289,53 @@ def test_a_portal_admin_is_offered_no_cancel_on_someone_elses_application_and_is
     assert client.post(reverse("application-cancel", args=[application.pk])).status_code == 403
     application.refresh_from_db()
     assert application.state == ApplicationState.PENDING
+
+
+def test_the_topic_form_offers_consumer_group_rows(as_member):
+    response = as_member.get(reverse("apply-topic"))
+    assert len(response.context["formset"].forms) == 3
+    assert 'name="group-0-name"' in response.text and 'name="group-0-tag_expression"' in response.text
+
+
+def test_an_invalid_group_on_the_topic_form_refuses_the_application_and_names_the_group(as_member, team, cluster):
+    rows = [("GID_FINE", "CLUSTERING", "*"), ("bad group!", "CLUSTERING", "*")]
+    response = as_member.post(reverse("apply-topic"), topic_form(team, cluster, rows, name="PAY_WITH_GROUPS"))
+    assert response.status_code == 200
+    errors = response.context["formset"].non_form_errors()
+    assert len(errors) == 1 and errors[0].startswith("bad group!: Only letters, digits")
+    assert "bad group!: Only letters, digits" in response.text
+    assert not response.context["form"].errors
+    assert not Application.objects.exists()
+
+
+def test_through_the_pages_a_topic_with_two_consumer_groups_is_approved_once_and_all_exist_on_the_sandbox(
+    client, member, portal_admin, team, cluster, sandbox
+):
+    client.force_login(member)
+    rows = [
+        ("GID_PAGES_BILLING", "CLUSTERING", "paid"),
+        ("GID_PAGES_AUDIT", "BROADCASTING", ""),
+        ("", "CLUSTERING", "*"),
+    ]
+    response = client.post(reverse("apply-topic"), topic_form(team, cluster, rows, name="PAGES_WITH_GROUPS"))
+    application = Application.objects.get()
+    assert response.url == reverse("application-detail", args=[application.pk])
+    page = client.get(response.url).text
+    assert "GID_PAGES_BILLING (clustering, tags: paid)" in page and "GID_PAGES_AUDIT (broadcasting, tags: *)" in page
+
+    client.force_login(portal_admin)
+    assert client.post(reverse("application-approve", args=[application.pk])).status_code == 302
+
+    application.refresh_from_db()
+    assert application.state == ApplicationState.APPROVED
+    topic = Topic.objects.get(name="PAGES_WITH_GROUPS")
+    groups = ConsumerGroup.objects.filter(subscriptions__topic=topic, team=team)
+    assert sorted(groups.values_list("name", flat=True)) == ["GID_PAGES_AUDIT", "GID_PAGES_BILLING"]
+    with MQAdmin(sandbox.namesrv_addr) as admin:
+        for data in admin.examine_broker_cluster_info().broker_addr_table.values():
+            assert "PAGES_WITH_GROUPS" in admin.get_all_topic_config(data.master_addr).topic_config_table
+            table = admin.get_all_subscription_group(data.master_addr).subscription_group_table
+            assert {"GID_PAGES_BILLING", "GID_PAGES_AUDIT"} <= set(table)
 
 
 def test_through_the_pages_a_topic_and_a_consumer_group_are_applied_for_approved_and_created_on_the_sandbox(

@@ -139,6 +139,162 @@ def test_a_member_applies_for_a_topic_and_a_group_an_admin_approves_and_both_exi
     assert Application.objects.get(pk=group_app.pk).consumer_group == group
 
 
+# --- a new topic with its consumer groups: one application, one approval ------------------------------------------
+
+
+def readers(*names, **fields):
+    return [{"name": name, **fields} for name in names]
+
+
+def test_one_approval_creates_a_topic_and_its_consumer_groups_on_the_cluster_and_in_the_registry(
+    member, team, cluster, portal_admin, wire
+):
+    application = apply_topic(
+        member,
+        team,
+        cluster,
+        "WITH_GROUPS",
+        queue_nums=4,
+        consumer_groups=[
+            {"name": "WITH_GROUPS_BILLING", "tag_expression": "paid || refunded", "description": "billing"},
+            {"name": "WITH_GROUPS_AUDIT", "message_model": "BROADCASTING"},
+        ],
+    )
+    assert application.payload["consumer_groups"] == [
+        {
+            "name": "WITH_GROUPS_BILLING",
+            "message_model": "CLUSTERING",
+            "description": "billing",
+            "tag_expression": "paid || refunded",
+        },
+        {"name": "WITH_GROUPS_AUDIT", "message_model": "BROADCASTING", "description": "", "tag_expression": "*"},
+    ]
+
+    applications.approve(application, by=portal_admin)
+
+    topic = Topic.objects.get(cluster=cluster, name="WITH_GROUPS")
+    assert (topic.team, topic.origin) == (team, Origin.APPLIED)
+    groups = {group.name: group for group in ConsumerGroup.objects.filter(cluster=cluster)}
+    assert set(groups) == {"WITH_GROUPS_BILLING", "WITH_GROUPS_AUDIT"}
+    assert {(g.team, g.origin, g.state) for g in groups.values()} == {(team, Origin.APPLIED, RegistryState.ACTIVE)}
+    assert (groups["WITH_GROUPS_AUDIT"].message_model, groups["WITH_GROUPS_BILLING"].description) == (
+        "BROADCASTING",
+        "billing",
+    )
+    assert sorted((s.consumer_group.name, s.topic, s.tag_expression) for s in Subscription.objects.all()) == [
+        ("WITH_GROUPS_AUDIT", topic, "*"),
+        ("WITH_GROUPS_BILLING", topic, "paid || refunded"),
+    ]
+    assert all(config is not None for config in on_masters(wire, "WITH_GROUPS").values())
+    for name in groups:
+        assert all(config is not None for config in group_on_masters(wire, name).values())
+    assert group_on_masters(wire, "WITH_GROUPS_AUDIT")["broker-a"].consume_broadcast_enable
+    application.refresh_from_db()
+    assert (application.state, application.topic, application.attempts) == (ApplicationState.APPROVED, topic, 1)
+    assert AuditEntry.objects.filter(action="consumergroup.created").count() == 2
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        (readers("bad name"), "bad name: Only letters, digits"),
+        (readers("DEFAULT_CONSUMER"), "DEFAULT_CONSUMER: "),
+        (readers("TWIN", "TWIN"), "TWIN: This group is asked for twice."),
+        (readers("TAGGED", tag_expression="* || TagA"), "TAGGED, tag_expression: "),
+        (readers("MODELLED", message_model="PUSH"), "MODELLED, message_model: "),
+        (readers("COLOURED", colour="red"), "COLOURED, colour: This cannot be set here."),
+        ([{"message_model": "CLUSTERING"}], "Group 1: The name must not be blank."),
+        ("GID_A GID_B", "Give a list of consumer groups"),
+        (readers(*(f"MANY_{i}" for i in range(21))), "At most 20 consumer groups"),
+    ],
+)
+def test_an_invalid_consumer_group_refuses_the_whole_topic_application_naming_the_group(
+    member, team, cluster, groups, message
+):
+    errors = errors_of(lambda: apply_topic(member, team, cluster, "REFUSED_WITH_GROUPS", consumer_groups=groups))
+
+    assert set(errors) == {"consumer_groups"}
+    assert errors["consumer_groups"][0].startswith(message)
+    assert not Application.objects.exists()
+
+
+def test_a_group_name_taken_or_pending_elsewhere_refuses_the_topic_application(member, team, cluster, topic):
+    existing = ConsumerGroup.objects.create(cluster=cluster, team=team, name="GID_EXISTS")
+    pending = consumer_group(member, team, cluster, name="GID_PENDING", subscriptions=[{"topic_id": topic.pk}])
+
+    errors = errors_of(
+        lambda: apply_topic(member, team, cluster, "NEW_TOPIC", consumer_groups=readers(existing.name, "GID_PENDING"))
+    )
+
+    assert errors == {
+        "consumer_groups": [
+            "GID_EXISTS: GID_EXISTS already exists on cluster sandbox (owned by payments).",
+            f"GID_PENDING: Application #{pending.pk} for GID_PENDING is already pending.",
+        ]
+    }
+
+
+def test_a_group_a_pending_topic_application_asks_for_cannot_be_asked_for_again(member, team, cluster, topic):
+    first = apply_topic(member, team, cluster, "FIRST_TOPIC", consumer_groups=readers("GID_CLAIMED"))
+
+    alone = errors_of(
+        lambda: consumer_group(member, team, cluster, name="GID_CLAIMED", subscriptions=[{"topic_id": topic.pk}])
+    )
+    with_topic = errors_of(
+        lambda: apply_topic(member, team, cluster, "SECOND_TOPIC", consumer_groups=readers("GID_CLAIMED"))
+    )
+
+    assert alone == {"name": [f"Application #{first.pk} for GID_CLAIMED is already pending."]}
+    assert with_topic == {
+        "consumer_groups": [f"GID_CLAIMED: Application #{first.pk} for GID_CLAIMED is already pending."]
+    }
+
+
+def test_a_failure_creating_a_group_on_the_cluster_leaves_no_registry_rows_and_a_retry_completes_it(
+    member, team, portal_admin, own_sandbox, own_cluster, fast_timeouts, monkeypatch
+):
+    application = apply_topic(member, team, own_cluster, "HALF_WAY", consumer_groups=readers("GID_ONE", "GID_TWO"))
+    create_topic = cluster_ops.create_topic
+
+    def create_topic_then_break_broker_b(*args):
+        create_topic(*args)
+        own_sandbox.hang("broker-b")
+
+    monkeypatch.setattr(cluster_ops, "create_topic", create_topic_then_break_broker_b)
+    with pytest.raises(ClusterOperationError, match="Creating consumer group GID_ONE on broker broker-b"):
+        applications.approve(application, by=portal_admin)
+
+    application.refresh_from_db()
+    assert (application.state, application.attempts) == (ApplicationState.PENDING, 1)
+    assert "GID_ONE" in application.last_error
+    assert not Topic.objects.exists() and not ConsumerGroup.objects.exists() and not Subscription.objects.exists()
+    assert not AuditEntry.objects.filter(action__endswith=".created").exists()
+
+    monkeypatch.setattr(cluster_ops, "create_topic", create_topic)
+    own_sandbox.heal()
+    applications.approve(application, by=portal_admin)
+
+    topic = Topic.objects.get(name="HALF_WAY")
+    assert sorted(ConsumerGroup.objects.filter(team=team).values_list("name", flat=True)) == ["GID_ONE", "GID_TWO"]
+    assert Subscription.objects.filter(topic=topic).count() == 2
+    with MQAdmin(own_sandbox.namesrv_addr, timeout=2) as admin:
+        for name in ("GID_ONE", "GID_TWO"):
+            assert all(config is not None for config in group_on_masters(admin, name).values())
+
+
+def test_rejecting_a_topic_application_rejects_its_groups_and_frees_their_names(
+    member, team, cluster, portal_admin, topic
+):
+    application = apply_topic(member, team, cluster, "NOT_WANTED", consumer_groups=readers("GID_NOT_WANTED"))
+
+    applications.reject(application, by=portal_admin, reason="use the shared topic")
+
+    assert Application.objects.get(pk=application.pk).state == ApplicationState.REJECTED
+    assert not Topic.objects.filter(name="NOT_WANTED").exists() and not ConsumerGroup.objects.exists()
+    again = consumer_group(member, team, cluster, name="GID_NOT_WANTED", subscriptions=[{"topic_id": topic.pk}])
+    assert again.is_pending
+
+
 # --- submit: validation per kind ----------------------------------------------------------------------------------
 
 

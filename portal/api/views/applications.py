@@ -1,7 +1,7 @@
 """Applications: submitted, approved, rejected and cancelled through ``portal.services.applications``, which decides
 who may do what and validates the payload. Each user sees the applications ``visible_to`` them."""
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
@@ -16,6 +16,25 @@ from portal.api.views.base import ServiceViewSet
 from portal.filters import ApplicationFilterSet
 from portal.models import Application
 from portal.services import applications
+
+TOPIC_WITH_GROUPS = OpenApiExample(
+    "A new topic with two consumer groups",
+    request_only=True,
+    value={
+        "kind": "topic_create",
+        "team": 1,
+        "cluster": 1,
+        "reason": "order events for billing and audit",
+        "payload": {
+            "name": "ORDER_EVENTS",
+            "queue_nums": 8,
+            "consumer_groups": [
+                {"name": "GID_BILLING", "tag_expression": "paid || refunded"},
+                {"name": "GID_AUDIT", "message_model": "BROADCASTING"},
+            ],
+        },
+    },
+)
 
 DECISION_RESPONSES = {
     200: ApplicationSerializer,
@@ -39,9 +58,15 @@ class ApplicationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Servi
         """Errors of the submission's own fields stay at the top; the payload's fields nest under ``payload``."""
         return field_errors(error, nest_under="payload", top_level=frozenset(ApplicationSubmissionSerializer().fields))
 
-    @extend_schema(request=ApplicationSubmissionSerializer, responses={201: ApplicationSerializer})
+    @extend_schema(
+        request=ApplicationSubmissionSerializer,
+        responses={201: ApplicationSerializer},
+        examples=[TOPIC_WITH_GROUPS],
+    )
     def create(self, request):
-        """Apply for a creation, change, deletion or association (``kind``), on behalf of one of your teams."""
+        """Apply for a creation, change, deletion or association (``kind``), on behalf of one of your teams. A new
+        topic may carry the consumer groups that will read it (``payload.consumer_groups``): one approval creates
+        them all, and an invalid group refuses the whole application (errors under ``payload.consumer_groups``)."""
         submitted = applications.submit(request.user, **self.validated(ApplicationSubmissionSerializer))
         return self.rendered(submitted, status.HTTP_201_CREATED)
 

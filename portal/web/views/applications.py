@@ -25,6 +25,7 @@ from portal.web.forms import (
     SubscriptionFormSet,
     TopicChangeForm,
     TopicCreateForm,
+    TopicGroupFormSet,
     applicable_teams,
     submitted,
 )
@@ -52,21 +53,24 @@ def _require_a_team(user):
 
 @login_required
 def apply_topic(request):
+    """A new topic, with the consumer groups that will read it if the applicant lists them (one approval)."""
     _require_a_team(request.user)
     form = TopicCreateForm(submitted(request), user=request.user)
-    if request.method == "POST" and form.is_valid():
+    formset = TopicGroupFormSet(submitted(request), prefix="group")
+    if request.method == "POST" and form.is_valid() and formset.is_valid():
         data = form.cleaned_data
         done = _submit(
             request,
             form,
+            formset,
             kind=ApplicationKind.TOPIC_CREATE,
             team=data["team"],
             cluster=data["cluster"],
-            payload=form.payload(),
+            payload=form.payload(formset.consumer_groups()),
         )
         if done:
             return done
-    return render(request, "portal/apply_topic.html", {"form": form})
+    return render(request, "portal/apply_topic.html", {"form": form, "formset": formset})
 
 
 @login_required

@@ -1,12 +1,13 @@
 """The one settings module. Everything environment-specific comes from environment variables with working
 defaults (SQLite and the secret key under var/), so a fresh clone runs without any configuration."""
 
+import datetime as dt
 from pathlib import Path
 
 import dj_database_url
 
 from portal.beat import beat_schedule
-from portal.env import env_bool, env_int, env_list, env_str, secret_key
+from portal.env import env_bool, env_choice, env_int, env_list, env_networks, env_rate, env_str, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("MQCLOUD_VAR_DIR", str(BASE_DIR / "var")))
@@ -27,6 +28,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "portal",
     "monitor",
     "stats",
@@ -44,6 +46,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "portal.web.middleware.UserPreferencesMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout answer (portal.web.lockout).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -119,6 +124,54 @@ TOPIC_MAX_QUEUE_NUMS = env_int("TOPIC_MAX_QUEUE_NUMS", 256)
 REGISTRY_SYNC_INTERVAL_SECONDS = env_int("REGISTRY_SYNC_INTERVAL_SECONDS", 300)
 CELERY_BEAT_SCHEDULE = beat_schedule(registry_sync_seconds=REGISTRY_SYNC_INTERVAL_SECONDS)
 
+# Deployment behind HTTPS (README, "Security settings"). PORTAL_HTTPS=1 makes the cookies Secure, redirects plain
+# HTTP to HTTPS and sends HSTS; behind a proxy that terminates TLS, PORTAL_PROXY_SSL_HEADER names the header it sets
+# to "https" (e.g. X-Forwarded-Proto), and must be one the proxy always overwrites.
+PORTAL_HTTPS = env_bool("PORTAL_HTTPS", False)
+SESSION_COOKIE_SECURE = PORTAL_HTTPS
+CSRF_COOKIE_SECURE = PORTAL_HTTPS
+SESSION_COOKIE_HTTPONLY = True
+SECURE_SSL_REDIRECT = PORTAL_HTTPS
+SECURE_HSTS_SECONDS = env_int("PORTAL_HSTS_SECONDS", 31536000 if PORTAL_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("PORTAL_HSTS_INCLUDE_SUBDOMAINS", PORTAL_HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("PORTAL_HSTS_PRELOAD", PORTAL_HTTPS)
+_proxy_ssl_header = env_str("PORTAL_PROXY_SSL_HEADER", "").strip()
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https") if _proxy_ssl_header else None
+)
+# Content-Security-Policy (django-csp): scripts and everything else from this site only. Styles allow inline too,
+# because plotly.js styles the charts it draws inline. PORTAL_CSP=report-only sends it without enforcing it.
+PORTAL_CSP = env_choice("PORTAL_CSP", "enforce", {"enforce", "report-only", "off"})
+_csp = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "worker-src": ["'self'", "blob:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+CONTENT_SECURITY_POLICY = _csp if PORTAL_CSP == "enforce" else None
+CONTENT_SECURITY_POLICY_REPORT_ONLY = _csp if PORTAL_CSP == "report-only" else None
+
+# Login throttling (django-axes): after LOGIN_FAILURE_LIMIT failed logins for one user name from one address, that
+# pair is locked out for LOGIN_LOCKOUT_MINUTES, and every further try during the lockout starts it again (a backoff
+# for scripts that keep trying). It covers the login page and POST /api/v1/auth/token/; a success clears the count.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "portal.web.lockout.locked_out"
+# Failures and lockouts are still logged; this keeps axes' banner off every manage.py command's output.
+AXES_VERBOSE = False
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "topic-list"
@@ -127,10 +180,23 @@ REST_FRAMEWORK = {
     # Token first: DRF answers a request without credentials with the first authenticator's challenge, so API
     # clients get 401 + "WWW-Authenticate: Token" instead of a bare 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "portal.api.authentication.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    # Per signed-in user and per anonymous address; over the rate the API answers 429 with Retry-After. Producers'
+    # reports (machine credentials) are not counted here (portal/api/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.UserRateThrottle", "portal.api.throttling.AnonRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env_rate("API_THROTTLE_USER_RATE", "600/minute"),
+        "anon": env_rate("API_THROTTLE_ANON_RATE", "120/minute"),
+    },
+    # JSON bodies: size and depth bounded before parsing (portal/api/parsers.py); forms honour Django's own limits.
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     # Filters and the text search ``?q=`` are each list's FilterSet in portal/filters.py, shared with the pages.
@@ -213,8 +279,28 @@ EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "MQCloud <mqcloud@localhost>")
 PORTAL_BASE_URL = env_str("PORTAL_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+# Seconds one webhook request may take in all (connect, TLS, send, answer).
 WARNING_WEBHOOK_TIMEOUT = env_int("WARNING_WEBHOOK_TIMEOUT", 10)
+# Webhooks never reach loopback, private, link-local or other internal addresses (portal.services.outbound) except
+# in these networks (comma-separated CIDRs), e.g. an in-house chat relay on 10.1.2.0/24.
+WEBHOOK_ALLOWED_NETWORKS = env_networks("WEBHOOK_ALLOWED_NETWORKS", [])
+# Channel tests ("send a test" on the channels page and the API) a user may send per minute.
+WARNING_CHANNEL_TESTS_PER_MINUTE = env_int("WARNING_CHANNEL_TESTS_PER_MINUTE", 5)
 WARNING_CHANNEL_MAX_FAILURES = env_int("WARNING_CHANNEL_MAX_FAILURES", 5)
+
+# Personal API tokens (portal.services.api_tokens) stop working this many days after they were created.
+API_TOKEN_TTL_DAYS = env_int("API_TOKEN_TTL_DAYS", 90)
+# Where the API throttles count requests: this process's memory by default; with several server processes, a shared
+# cache (e.g. redis://127.0.0.1:6379/1) makes the rates hold across them.
+_throttle_cache_url = env_str("API_THROTTLE_CACHE_URL", "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _throttle_cache_url}
+        if _throttle_cache_url
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
+    ),
+}
 
 LOGGING = {
     "version": 1,

@@ -6,7 +6,7 @@ channels lead to those servers."""
 import pytest
 
 from tests.monitor.warning_audience import Audience, make_audience
-from tests.portal.warning_servers import SmtpServer, WebhookServer
+from tests.portal.warning_servers import LOCAL_RECEIVERS, SmtpServer, WebhookServer
 
 
 @pytest.fixture(scope="module")
@@ -25,4 +25,5 @@ def warning_hooks():
 def audience(db, settings, warning_smtp, warning_hooks) -> Audience:
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", warning_smtp.port
+    settings.WEBHOOK_ALLOWED_NETWORKS = LOCAL_RECEIVERS
     return make_audience(warning_smtp, warning_hooks)

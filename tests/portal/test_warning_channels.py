@@ -26,7 +26,7 @@ from portal.services.warnings.channels import (
 )
 from portal.services.warnings.delivery import deliver, send_test
 from portal.services.warnings.lifecycle import reconcile
-from tests.portal.warning_servers import SmtpServer, WebhookServer
+from tests.portal.warning_servers import LOCAL_RECEIVERS, SmtpServer, WebhookServer
 
 T0 = dt.datetime(2026, 11, 22, 7, 0, tzinfo=dt.UTC)
 LAG = WarningKind.CONSUMER_LAG
@@ -43,7 +43,8 @@ def smtp(settings):
 
 
 @pytest.fixture
-def hooks():
+def hooks(settings):
+    settings.WEBHOOK_ALLOWED_NETWORKS = LOCAL_RECEIVERS
     with WebhookServer() as server:
         yield server
 
@@ -202,7 +203,7 @@ def test_a_dingtalk_error_code_is_permanent_except_for_rate_limits(fired, member
     hooks.answer("/robot/send", 200, b'{"errcode": 310000, "errmsg": "sign not match"}')
     deliver(fired)  # the retry
     channel.refresh_from_db()
-    assert not channel.enabled and channel.last_error == "errcode 310000: sign not match"
+    assert not channel.enabled and channel.last_error == "the robot answered errcode 310000"
     assert Notification.objects.filter(user=member, title__contains="dingtalk").count() == 1
 
 
@@ -252,7 +253,7 @@ def test_a_revoked_slack_webhook_disables_the_channel(fired, member, hooks):
     deliver(fired)
 
     channel.refresh_from_db()
-    assert not channel.enabled and channel.last_error == "HTTP 404 Not Found: no_service"
+    assert not channel.enabled and channel.last_error == "HTTP 404 Not Found"
 
 
 def test_the_generic_webhook_gets_the_documented_payload_signed_with_its_secret(fired, member, hooks):
@@ -302,7 +303,7 @@ def test_a_channel_failing_transiently_too_often_in_a_row_is_disabled(fired, mem
 
     deliver(fired)
     channel.refresh_from_db()
-    assert not channel.enabled and channel.last_error == "HTTP 503 Service Unavailable: busy"
+    assert not channel.enabled and channel.last_error == "HTTP 503 Service Unavailable"
     assert Delivery.objects.filter(status="failed").count() == 3
 
 
@@ -358,9 +359,9 @@ def test_the_test_button_sends_a_test_message(member, hooks):
     assert hooks.requests[0].json["test"] is True
 
     hooks.answer("/hook", 410, b"gone")
-    assert send_test(channel, by=member) == "HTTP 410 Gone: gone"
+    assert send_test(channel, by=member) == "HTTP 410 Gone"
     channel.refresh_from_db()
-    assert channel.enabled and channel.last_error == "HTTP 410 Gone: gone"
+    assert channel.enabled and channel.last_error == "HTTP 410 Gone"
 
 
 def test_only_the_owner_may_test_or_change_a_channel(member, outsider):

@@ -26,7 +26,7 @@ from portal.services.warnings import subscriptions
 from portal.services.warnings.channels import create_channel, default_channels
 from portal.tasks import evaluate_warnings
 from tests.monitor.traffic_helpers import collect, plan, running, wait_for
-from tests.portal.warning_servers import SmtpServer, WebhookServer
+from tests.portal.warning_servers import LOCAL_RECEIVERS, SmtpServer, WebhookServer
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
 
@@ -50,7 +50,8 @@ def smtp(settings):
 
 
 @pytest.fixture
-def hooks():
+def hooks(settings):
+    settings.WEBHOOK_ALLOWED_NETWORKS = LOCAL_RECEIVERS
     with WebhookServer() as server:
         yield server
 

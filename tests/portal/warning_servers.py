@@ -16,6 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from aiosmtpd.controller import Controller
 
 OK_ROBOT = (200, b'{"errcode": 0, "errmsg": "ok"}')
+# Webhooks refuse loopback unless the admins' allow-list names it: what tests posting to these servers set as
+# ``settings.WEBHOOK_ALLOWED_NETWORKS``.
+LOCAL_RECEIVERS = ["127.0.0.0/8"]
 
 
 def free_port() -> int:
@@ -130,3 +133,68 @@ class WebhookServer:
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def read_request(connection: socket.socket) -> bytes:
+    """Read one HTTP request (head and Content-Length body) off ``connection``; its head."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = connection.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _sep, body = data.partition(b"\r\n\r\n")
+    length = next(
+        (int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")),
+        0,
+    )
+    while len(body) < length:
+        chunk = connection.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head
+
+
+class ScriptedServer:
+    """``with ScriptedServer(script) as server:`` a real TCP server on 127.0.0.1 that runs ``script(connection)`` for
+    each connection it accepts (then closes it): for answers no HTTP server would give (a truncated body, a status
+    line that is not HTTP, a drip-fed header). ``server.url(path)`` its address; ``server.connections`` how many
+    it accepted."""
+
+    def __init__(self, script):
+        self.script = script
+        self.connections = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def url(self, path: str, scheme: str = "http") -> str:
+        return f"{scheme}://127.0.0.1:{self.listener.getsockname()[1]}{path}"
+
+    def _serve(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                connection, _address = self.listener.accept()
+            except TimeoutError:
+                continue
+            self.connections += 1
+            threading.Thread(target=self._run, args=(connection,), daemon=True).start()
+
+    def _run(self, connection: socket.socket) -> None:
+        with connection:
+            try:
+                connection.settimeout(10)
+                self.script(connection)
+            except OSError:  # the client gave up: what some tests expect
+                pass
+
+    def __enter__(self) -> ScriptedServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopping.set()
+        self.thread.join()
+        self.listener.close()

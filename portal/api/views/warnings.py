@@ -8,6 +8,7 @@ from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import Throttled
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
@@ -112,14 +113,21 @@ class ChannelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ServiceVi
 
     @extend_schema(
         request=None,
-        responses=inline_serializer(
-            "ChannelTest", {"sent": serializers.BooleanField(), "error": serializers.CharField()}
-        ),
+        responses={
+            200: inline_serializer(
+                "ChannelTest", {"sent": serializers.BooleanField(), "error": serializers.CharField()}
+            ),
+            429: OpenApiResponse(description="Too many tests this minute; Retry-After says when to try again."),
+        },
     )
     @action(detail=True, methods=["post"])
     def test(self, request, pk=None):
-        """Send a test message through the channel now; the outcome is also kept on the channel."""
-        error = delivery.send_test(self.get_object(), by=request.user)
+        """Send a test message through the channel now; the outcome is also kept on the channel. A few tests a
+        minute per user (``WARNING_CHANNEL_TESTS_PER_MINUTE``); more are answered 429 with Retry-After."""
+        try:
+            error = delivery.send_test(self.get_object(), by=request.user)
+        except delivery.TooManyTests as limited:
+            raise Throttled(wait=limited.retry_after) from None
         return Response({"sent": not error, "error": error})
 
 

@@ -12,7 +12,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import math
+import time
 
+from django.conf import settings
+from django.core.cache import caches
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _g
@@ -96,7 +100,10 @@ def deliver(event: WarningEvent, now: dt.datetime | None = None) -> DeliveryRepo
                 continue
             except Exception as error:  # a transport's bug must not keep the other recipients uninformed
                 logger.exception("delivery %s through channel %s failed", delivery.pk, channel.pk)
-                _finish(delivery, DeliveryStatus.FAILED, f"{type(error).__name__}: {error}")
+                # The type only: the exception's text may quote what an endpoint answered (the log has it all).
+                _finish(
+                    delivery, DeliveryStatus.FAILED, _g("Internal error (%(type)s).") % {"type": type(error).__name__}
+                )
                 report.failed += 1
                 continue
             _finish(delivery, DeliveryStatus.SENT)
@@ -105,10 +112,39 @@ def deliver(event: WarningEvent, now: dt.datetime | None = None) -> DeliveryRepo
     return report
 
 
+class TooManyTests(Exception):
+    """The user sent ``WARNING_CHANNEL_TESTS_PER_MINUTE`` channel tests this minute; ``retry_after``: seconds until
+    the next minute starts."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(retry_after)
+        self.retry_after = retry_after
+
+
+def _count_test(user) -> None:
+    """Count one channel test of ``user`` in this clock minute, in the API throttles' cache (shared by the server
+    processes once ``API_THROTTLE_CACHE_URL`` is set); TooManyTests past the limit. Each test makes the portal send a
+    request where the user says: without a limit, the button is a request cannon at any endpoint."""
+    cache = caches["throttle"]
+    now = time.time()
+    minute = int(now // 60)
+    key = f"warning-channel-tests:{user.pk}:{minute}"
+    cache.add(key, 0, timeout=61)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=61)
+        count = 1
+    if count > settings.WARNING_CHANNEL_TESTS_PER_MINUTE:
+        raise TooManyTests(retry_after=max(1, math.ceil((minute + 1) * 60 - now)))
+
+
 def send_test(channel: Channel, *, by) -> str:
     """Send a test message through ``channel`` (the channels page's "test" button); returns "" on success or the
-    error. The outcome is kept on the channel like a delivery's, without disabling it."""
+    error. The outcome is kept on the channel like a delivery's, without disabling it. TooManyTests when ``by``
+    sent too many tests this minute."""
     channels.check_owner(channel, by)
+    _count_test(by)
     try:
         channels.send(channel, test_message(by))
     except TransportError as error:

@@ -288,7 +288,15 @@ def channel_edit(request, pk):
 @require_POST
 def channel_test(request, pk):
     channel = _own_channel(request, pk)
-    error = delivery.send_test(channel, by=request.user)
+    try:
+        error = delivery.send_test(channel, by=request.user)
+    except delivery.TooManyTests as limited:
+        messages.error(
+            request,
+            _("Too many channel tests this minute; try again in %(seconds)d seconds.")
+            % {"seconds": limited.retry_after},
+        )
+        return redirect_back(request, "channel-list")
     if error:
         messages.error(request, _("The test failed: %(error)s") % {"error": error})
     else:

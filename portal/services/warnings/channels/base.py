@@ -1,22 +1,22 @@
-"""What every transport shares: the message it is given, the error it raises, config validation and HTTP posting."""
+"""What every transport shares: the message it is given, the error it raises, config validation and HTTP posting
+(through ``portal.services.outbound``: errors say what went wrong but never quote what the endpoint answered)."""
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import http
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
+from portal.services import outbound
+
 # Longest webhook URL accepted (DingTalk and WeCom tokens make URLs of about 150 characters).
 MAX_URL_LENGTH = 2000
-# How much of an endpoint's answer is kept in an error message.
-_ERROR_BODY_CHARS = 300
 # HTTP statuses after which the same request may succeed later (timeouts, rate limits, server trouble).
 _TRANSIENT_STATUSES = {408, 425, 429}
 
@@ -121,26 +121,36 @@ def encode_json(document: dict) -> bytes:
     return json.dumps(document, ensure_ascii=False).encode()
 
 
-def post_json(url: str, document: dict, *, headers: dict[str, str] | None = None) -> bytes:
-    """POST ``document`` as UTF-8 JSON; returns the response body. Raises TransportError: permanent for a 4xx answer
-    (except timeouts and rate limits), transient for 5xx, 408/425/429 and network failures."""
-    body = encode_json(document)
-    request = urllib.request.Request(
-        url,
-        data=body,
-        method="POST",
-        headers={"Content-Type": "application/json; charset=utf-8", **(headers or {})},
-    )
+def _status_text(code: int) -> str:
+    """``HTTP 404 Not Found``: the standard phrase, not the server's (a status line is the server's text too)."""
     try:
-        with urllib.request.urlopen(request, timeout=settings.WARNING_WEBHOOK_TIMEOUT) as response:
-            return response.read()
-    except urllib.error.HTTPError as error:
-        answer = error.read()[:_ERROR_BODY_CHARS].decode(errors="replace")
-        permanent = 400 <= error.code < 500 and error.code not in _TRANSIENT_STATUSES
-        raise TransportError(f"HTTP {error.code} {error.reason}: {answer}".strip(), permanent=permanent) from None
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        raise TransportError(f"cannot reach {host_of(url)}: {reason}") from None
+        return f"HTTP {code} {http.HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"HTTP {code}"
+
+
+def post_json(url: str, document: dict, *, headers: dict[str, str] | None = None) -> bytes:
+    """POST ``document`` as UTF-8 JSON through ``portal.services.outbound`` (internal addresses refused, no
+    redirects, one deadline); returns the 2xx answer's body. Raises TransportError, whose message never quotes the
+    answer: permanent for a refused address, a redirect or a 4xx answer (except timeouts and rate limits), transient
+    for 5xx, 408/425/429 and network failures."""
+    try:
+        answer = outbound.post(
+            url,
+            encode_json(document),
+            {"Content-Type": "application/json; charset=utf-8", **(headers or {})},
+            timeout=settings.WARNING_WEBHOOK_TIMEOUT,
+        )
+    except outbound.OutboundError as error:
+        raise TransportError(f"cannot reach {host_of(url)}: {error.reason}", permanent=error.permanent) from None
+    if 200 <= answer.status < 300:
+        return answer.body
+    if 300 <= answer.status < 400:
+        raise TransportError(
+            f"{_status_text(answer.status)}: redirects are not followed; enter the URL it leads to", permanent=True
+        )
+    permanent = 400 <= answer.status < 500 and answer.status not in _TRANSIENT_STATUSES
+    raise TransportError(_status_text(answer.status), permanent=permanent)
 
 
 def parse_json_answer(raw: bytes) -> dict:
@@ -149,7 +159,7 @@ def parse_json_answer(raw: bytes) -> dict:
     try:
         answer = json.loads(raw)
     except ValueError:
-        raise TransportError(f"unexpected answer: {raw[:_ERROR_BODY_CHARS].decode(errors='replace')}") from None
+        raise TransportError("the answer is not JSON") from None
     if not isinstance(answer, dict):
-        raise TransportError(f"unexpected answer: {answer!r}"[:_ERROR_BODY_CHARS])
+        raise TransportError("the answer is not a JSON object")
     return answer

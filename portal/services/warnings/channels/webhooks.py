@@ -69,10 +69,12 @@ class _RobotTransport(_WebhookTransport):
     def check_answer(self, raw: bytes) -> None:
         answer = parse_json_answer(raw)
         code = answer.get("errcode")
+        if type(code) is not int or not -(2**31) <= code < 2**31:
+            raise TransportError("the answer has no errcode", permanent=True)
         if code == 0:
             return
-        permanent = code not in self.transient_codes
-        raise TransportError(f"errcode {code}: {answer.get('errmsg', '')}", permanent=permanent)
+        # The code alone: errmsg is the endpoint's text, and answers are never quoted back (see outbound).
+        raise TransportError(f"the robot answered errcode {code}", permanent=code not in self.transient_codes)
 
 
 class DingTalkTransport(_RobotTransport):
@@ -158,7 +160,7 @@ class SlackTransport(_WebhookTransport):
     def notify(self, channel, config: dict, message: Message) -> None:
         raw = post_json(config["url"], self.document(message))
         if raw.strip() != b"ok":
-            raise TransportError(f"unexpected answer: {raw[:300].decode(errors='replace')}")
+            raise TransportError('the answer is not "ok"')
 
 
 class GenericWebhookTransport(_WebhookTransport):

@@ -4,7 +4,9 @@ same in both.
 
 - ``?q=`` is the text search: every word of it must appear, in any case, in one of the list's searched fields.
 - Yes/no filters take ``true`` or ``false`` (the pages show them as selects); ``mine`` is a checkbox on the pages.
-- A page ignores an invalid value; the API answers it with a 400 field error (django-filter's DRF backend).
+- A page ignores an invalid value and says so above the list; the API answers it with a 400 field error
+  (django-filter's DRF backend). Ids are whole numbers the database holds (:class:`IdFilter`): a larger one is an
+  invalid value, not an overflow in the database driver.
 - Ordering is the API's (DRF's ``?ordering=``); each page lists in one fixed order, except that topics (page and
   API alike) may be sorted by traffic rank (``?sort=``, from the Spark rankings).
 """
@@ -20,6 +22,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from portal import access
+from portal.inputs import MAX_ID
 from portal.models import (
     Application,
     ApplicationKind,
@@ -65,6 +68,18 @@ def yes_no(label, **kwargs) -> django_filters.BooleanFilter:
     """A boolean filter, shown as a select of any / yes / no."""
     choices = [("", _("any")), ("true", _("yes")), ("false", _("no"))]
     return django_filters.BooleanFilter(label=label, widget=forms.Select(choices=choices), **kwargs)
+
+
+class IdFilter(django_filters.NumberFilter):
+    """An id, hidden on the pages (an id is nothing to type: a link sets it and the filter form keeps it)."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, **kwargs):
+        super().__init__(min_value=1, max_value=MAX_ID, widget=forms.HiddenInput, **kwargs)
+
+    def get_max_validator(self):
+        return None  # max_value above; django-filter's default (1e50) is meant for decimals
 
 
 def by_cluster() -> django_filters.ModelChoiceFilter:
@@ -143,10 +158,7 @@ class ConsumerGroupFilterSet(RegistryFilterSet):
     message_model = django_filters.ChoiceFilter(
         label=_("Message model"), choices=MessageModel.choices, empty_label=_("Any message model")
     )
-    # Hidden on the pages (an id is nothing to type): a link may set it, and the filter form keeps it.
-    topic = django_filters.NumberFilter(
-        label=_("Subscribes to the topic with this id"), field_name="subscriptions__topic", widget=forms.HiddenInput
-    )
+    topic = IdFilter(label=_("Subscribes to the topic with this id"), field_name="subscriptions__topic")
 
     class Meta:
         model = ConsumerGroup
@@ -154,9 +166,7 @@ class ConsumerGroupFilterSet(RegistryFilterSet):
 
 
 class ProducerGroupFilterSet(RegistryFilterSet):
-    topic = django_filters.NumberFilter(
-        label=_("Produces to the topic with this id"), field_name="topics", widget=forms.HiddenInput
-    )
+    topic = IdFilter(label=_("Produces to the topic with this id"), field_name="topics")
 
     class Meta:
         model = ProducerGroup
@@ -275,6 +285,15 @@ class JobRunFilterSet(PortalFilterSet):
         fields = ["job", "state", "started_after"]
 
 
+def tellable_users(request):
+    """Whom ``?notified=`` may name: who was told of a warning is as private as the deliveries themselves
+    (``access.can_see_all_deliveries``), so a user may name only themselves, a portal admin anyone."""
+    users = get_user_model().objects.all()
+    if request is None or not request.user.is_authenticated:
+        return users.none()
+    return users if access.can_see_all_deliveries(request.user) else users.filter(pk=request.user.pk)
+
+
 class WarningFilterSet(PortalFilterSet):
     q = TextSearch(("subject_name", "summary"))
     state = django_filters.ChoiceFilter(label=_("State"), choices=WarningState.choices, empty_label=_("Any state"))
@@ -283,20 +302,22 @@ class WarningFilterSet(PortalFilterSet):
         label=_("Subject type"), choices=SubjectType.choices, empty_label=_("All subjects")
     )
     cluster = by_cluster()
-    # Hidden on the page (an id is nothing to type): the topic and group pages link to their warnings with them.
-    topic = django_filters.NumberFilter(
-        label=_("Of the topic with this id"), method="of_entry", widget=forms.HiddenInput
-    )
-    consumer_group = django_filters.NumberFilter(
-        label=_("Of the consumer group with this id"), method="of_entry", widget=forms.HiddenInput
-    )
-    producer_group = django_filters.NumberFilter(
-        label=_("Of the producer group with this id"), method="of_entry", widget=forms.HiddenInput
-    )
-    notified = django_filters.CharFilter(
+    # The topic and group pages link to their warnings with these.
+    topic = IdFilter(label=_("Of the topic with this id"), method="of_entry")
+    consumer_group = IdFilter(label=_("Of the consumer group with this id"), method="of_entry")
+    producer_group = IdFilter(label=_("Of the producer group with this id"), method="of_entry")
+    notified = django_filters.ModelChoiceFilter(
         label=_("Told"),
-        method="told",
-        help_text=_("The user name of someone who was sent a notification of it (through any channel)."),
+        queryset=tellable_users,
+        to_field_name="username",
+        field_name="events__deliveries__user",
+        distinct=True,
+        widget=forms.TextInput,
+        error_messages={"invalid_choice": _("You may look up only the warnings you were told of.")},
+        help_text=_(
+            "The user name of someone who was sent a notification of it (through any channel): your own, or anyone's"
+            " for portal admins (who see everyone's deliveries)."
+        ),
     )
     mine = django_filters.BooleanFilter(
         label=_("Mine only"),
@@ -323,9 +344,6 @@ class WarningFilterSet(PortalFilterSet):
     def of_entry(self, queryset, name, value):
         """A warning of the entry itself (a group's warning may also link the topic it lags on: it is the group's)."""
         return queryset.filter(subject_type=name, **{f"{name}_id": value})
-
-    def told(self, queryset, name, value):
-        return queryset.filter(events__deliveries__user__username=value).distinct()
 
     def addressed_to_me(self, queryset, name, value: bool):
         return access.own_warnings(self.request.user, queryset) if value else queryset

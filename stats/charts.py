@@ -4,11 +4,17 @@ Every chart of the product goes through :func:`time_series_chart`, so they all l
 in the viewer's zone, gaps drawn as gaps (a missing minute is ``None`` and the line breaks there instead of
 dropping to zero), the requested range on the x axis even when data starts later, and optional marked spans (e.g.
 warning periods) shaded with their reason on hover.
+
+Every text of a chart (title, axis title, legend names, hover labels) is shown as plain text: plotly.js reads tags
+in them (``<a href=...>`` becomes a link, ``<b>`` bold), and the names come from outside (client ids, topic and
+group names, host names, warning summaries), so they are HTML-escaped here (plotly.js shows entities as the
+characters they stand for), once, for every chart.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -62,17 +68,22 @@ def _lone_point_sizes(ys: list[float | None]) -> list[int]:
     ]
 
 
+def _text(value: str) -> str:
+    """A chart text as plotly.js shows it literally (see the module's docstring)."""
+    return html.escape(value, quote=False)
+
+
 def figure(chart: Chart, tz: dt.tzinfo) -> go.Figure:
     fig = go.Figure()
     for series in chart.series:
         xs = [_local(moment, tz) for moment, _ in series.points]
         ys = [value for _, value in series.points]
         if series.kind == "bar":
-            fig.add_trace(go.Bar(name=series.name, x=xs, y=ys))
+            fig.add_trace(go.Bar(name=_text(series.name), x=xs, y=ys))
         else:
             fig.add_trace(
                 go.Scatter(
-                    name=series.name,
+                    name=_text(series.name),
                     x=xs,
                     y=ys,
                     mode="lines+markers",
@@ -96,26 +107,30 @@ def figure(chart: Chart, tz: dt.tzinfo) -> go.Figure:
                 y=[0],
                 mode="markers",
                 marker={"color": "rgba(214, 39, 40, 0.8)", "symbol": "triangle-up", "size": 9},
-                name=span.label,
-                hovertext=[span.label],
+                name=_text(span.label),
+                hovertext=[_text(span.label)],
                 hoverinfo="text",
                 showlegend=False,
             )
         )
     fig.update_layout(
-        title={"text": chart.title, "x": 0, "font": {"size": 14}},
+        title={"text": _text(chart.title), "x": 0, "font": {"size": 14}},
         margin={"l": 50, "r": 10, "t": 36, "b": 30},
         height=280,
         hovermode="x unified",
         legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},  # beside the title
-        yaxis={"title": {"text": chart.y_title}, "rangemode": "tozero"},
+        yaxis={"title": {"text": _text(chart.y_title)}, "rangemode": "tozero"},
         xaxis={"range": [_local(chart.since, tz), _local(chart.until, tz)], "type": "date"},
         template="plotly_white",
     )
     return fig
 
 
+# As Django's json_script: no "<", ">" or "&" in the JSON, so nothing in it can end or confuse its script element.
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
 def time_series_chart(chart: Chart, tz: dt.tzinfo) -> str:
     """The chart as the JSON plotly.js takes (``Plotly.newPlot(div, spec.data, spec.layout)``), safe to embed in a
-    ``<script type="application/json">`` element (no ``</`` can end it early)."""
-    return pio.to_json(figure(chart, tz), validate=False).replace("</", "<\\/")
+    ``<script type="application/json">`` element (``<``, ``>`` and ``&`` are escaped as JSON escapes)."""
+    return pio.to_json(figure(chart, tz), validate=False).translate(_SCRIPT_SAFE)

@@ -17,7 +17,9 @@ Serialized form (JSON; the SDK's reports, the stats tables and the Spark export 
 
     {"v": 1, "counts": {"<index>": n, ...}, "sum_ms": f, "max_ms": f, "min_ms": f}
 
-``counts`` is sparse (non-zero buckets only). An empty histogram has no counts and zero sum/min/max.
+``counts`` is sparse (non-zero buckets only). An empty histogram has no counts and zero sum/min/max. A histogram
+holds at most :data:`MAX_COUNT` values, the most a 64-bit signed counter holds (the stats tables' ``bigint``, Spark's
+``LongType``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ TOP = math.ceil(math.log(MAX_MS / MIN_MS) / _LOG_GAMMA)
 #: The bucket of values above MAX_MS.
 OVERFLOW = TOP + 1
 BUCKETS = OVERFLOW + 1
+#: The most values one histogram holds.
+MAX_COUNT = 2**63 - 1
 #: Worst relative error of a representative value against any value of its bucket (inside [MIN_MS, MAX_MS]).
 RELATIVE_ERROR = (GAMMA - 1) / (GAMMA + 1)
 
@@ -103,6 +107,17 @@ def percentile_from_counts(
                 value = min(value, max_ms)
             return value
     raise AssertionError("unreachable: rank <= total")
+
+
+def _is_bucket_key(key: str) -> bool:
+    """Whether a serialized bucket key is a bucket index written plainly ("7", not "07", "٧" or "+7")."""
+    return (
+        key.isascii()
+        and key.isdigit()
+        and len(key) <= len(str(OVERFLOW))
+        and str(int(key)) == key
+        and int(key) < BUCKETS
+    )
 
 
 class Histogram:
@@ -195,14 +210,18 @@ class Histogram:
             raise ValueError("histogram counts must be an object of bucket index -> count")
         total, indexes = 0, []
         for key, n in counts.items():
-            if not isinstance(key, str) or not key.isdigit() or str(int(key)) != key or int(key) >= BUCKETS:
+            if not isinstance(key, str) or not _is_bucket_key(key):
                 raise ValueError(f"histogram bucket {key!r} is not a bucket index between 0 and {OVERFLOW}")
-            if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-                raise ValueError(f"histogram bucket {key} count must be a positive integer, not {n!r}")
+            if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= MAX_COUNT:
+                raise ValueError(
+                    f"histogram bucket {key} count must be a positive integer of at most {MAX_COUNT}, not {n!r}"
+                )
             index = int(key)
             histogram._counts[index] = n
             indexes.append(index)
             total += n
+        if total > MAX_COUNT:
+            raise ValueError(f"a histogram holds at most {MAX_COUNT} values, not {total}")
         histogram.count = total
         for field in ("sum_ms", "max_ms", "min_ms"):
             value = data[field]

@@ -5,6 +5,7 @@ from django.contrib.auth import get_user_model
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
+from portal.inputs import MAX_ID
 from portal.models import (
     AuditEntry,
     Broker,
@@ -18,9 +19,6 @@ from portal.models import (
     TeamRole,
     Topic,
 )
-
-# Ids are 64-bit; a larger number is no id at all (and would overflow the database driver).
-MAX_ID = 2**63 - 1
 
 
 class VisiblePrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):

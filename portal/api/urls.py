@@ -2,8 +2,7 @@
 docs, served from drf-spectacular-sidecar's static files (no CDN)."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
 from portal.api.views.applications import ApplicationViewSet
@@ -13,6 +12,7 @@ from portal.api.views.people import NotificationViewSet, TeamViewSet
 from portal.api.views.producers import ProducerRegistrationView, ProducerReportView
 from portal.api.views.rankings import RankingViewSet
 from portal.api.views.registry import ConsumerGroupViewSet, ProducerGroupViewSet, TopicViewSet
+from portal.api.views.tokens import TokenRotateView, TokenView
 from portal.api.views.warnings import ChannelViewSet, MuteViewSet, SubscriptionViewSet, WarningViewSet
 
 app_name = "api"
@@ -35,7 +35,9 @@ router.register("rankings", RankingViewSet, basename="ranking")
 
 urlpatterns = [
     path("v1/", include(router.urls)),
-    path("v1/auth/token/", obtain_auth_token, name="token"),
+    # The token view takes the API's parsers (portal/api/parsers.py) and throttles, not DRF's own (views/tokens.py).
+    path("v1/auth/token/", TokenView.as_view(), name="token"),
+    path("v1/auth/token/rotate/", TokenRotateView.as_view(), name="token-rotate"),
     path("v1/producer-reports/", ProducerReportView.as_view(), name="producer-reports"),
     path(
         "v1/producer-reports/registration/",
@@ -43,6 +45,8 @@ urlpatterns = [
         name="producer-registration",
     ),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    # Swagger UI's settings come as a script of their own (?script), not inline: the Content-Security-Policy
+    # allows scripts from this site only.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema", template_name="api/redoc.html"), name="redoc"),
 ]

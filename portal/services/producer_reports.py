@@ -7,8 +7,10 @@ malformed report refuses the whole batch with errors keyed by report index and f
 What is checked: the fields and their types (unknown fields too), the topic (registered on the cluster, and for the
 token's group), the minute (a whole UTC minute, at most :data:`FUTURE_TOLERANCE` ahead, not older than
 ``MINUTE_RETENTION_DAYS``), and per broker the histogram (:meth:`stats.histogram.Histogram.from_dict`), its count
-against the report's ``count``, and the exceptions against that count. A valid batch is stored in one upsert, so a
-batch sent again changes nothing (:mod:`stats.store.producers`).
+against the report's ``count``, and the exceptions against that count. Names (client id, group, topic, broker,
+exception classes) must be printable (:func:`portal.inputs.is_printable`: PostgreSQL stores no NUL) and counts fit
+the tables' ``bigint`` (:data:`stats.histogram.MAX_COUNT`). A valid batch is stored in one upsert, so a batch sent
+again changes nothing (:mod:`stats.store.producers`).
 """
 
 from __future__ import annotations
@@ -21,13 +23,17 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
+from portal.inputs import is_printable
 from portal.models import ProducerGroup, ProducerToken, Topic
-from stats.histogram import Histogram
+from stats.histogram import MAX_COUNT, Histogram
 from stats.models import ProducerMinute
 from stats.store.producers import store_producer_minutes
 
 MAX_REPORTS = 1000
+# The largest body the endpoint reads: 1000 reports of 8 brokers with wide latency spreads are about 30 MB.
+MAX_BATCH_BYTES = 64 * 1024 * 1024
 MAX_BROKERS = 256
 MAX_NAME = 255
 MAX_EXCEPTION_NAME = 255
@@ -35,6 +41,9 @@ FUTURE_TOLERANCE = dt.timedelta(minutes=2)
 REPORT_FIELDS = frozenset({"minute", "client_id", "client_addr", "producer_group", "topic", "brokers"})
 BROKER_FIELDS = frozenset({"broker_name", "count", "exceptions", "histogram"})
 MISSING = object()  # a field left out, already reported as required (unlike an explicit null, which is malformed)
+NAME_EXPECTED = gettext_lazy(
+    "Expected a non-empty name of at most %(max)d printable characters, without spaces around it."
+)
 
 
 # A checked broker entry: name, count, exceptions, histogram (serialized), max_ms (None without sends).
@@ -156,10 +165,8 @@ class _BatchChecker:
     def _name(self, index: int, field: str, value: Any, broker: int | None = None) -> str | None:
         if value is MISSING:
             return None
-        if not isinstance(value, str) or not value or len(value) > MAX_NAME or value != value.strip():
-            self._error(
-                index, field, _("Expected a non-empty name of at most %(max)d characters.") % {"max": MAX_NAME}, broker
-            )
+        if not is_name(value):
+            self._error(index, field, NAME_EXPECTED % {"max": MAX_NAME}, broker)
             return None
         return value
 
@@ -176,17 +183,19 @@ class _BatchChecker:
         if minute.tzinfo is None or minute.second or minute.microsecond:
             self._error(index, "minute", _("Expected a whole minute with its time zone, such as 2026-11-22T07:15:00Z."))
             return None
-        minute = minute.astimezone(dt.UTC)
+        # Compared before it is converted: year 9999 at UTC-14 or year 1 at UTC+14 has no UTC datetime.
         if minute > self.now + FUTURE_TOLERANCE:
             self._error(index, "minute", _("This minute is in the future."))
-        elif minute < self.oldest:
+            return None
+        if minute < self.oldest:
             self._error(
                 index,
                 "minute",
                 _("This minute is older than the %(days)d days minute data is kept.")
                 % {"days": settings.MINUTE_RETENTION_DAYS},
             )
-        return minute
+            return None
+        return minute.astimezone(dt.UTC)
 
     def _address(self, index: int, value: Any) -> str | None:
         if value is MISSING:
@@ -244,7 +253,7 @@ class _BatchChecker:
         if count is MISSING:
             count = None
         elif not _is_count(count):
-            self._error(index, "count", _("Expected a whole number >= 0."), position)
+            self._error(index, "count", _("Expected a whole number from 0 to %(max)d.") % {"max": MAX_COUNT}, position)
             count = None
         exceptions = self._exceptions(index, position, entry.get("exceptions", MISSING))
         try:
@@ -273,15 +282,23 @@ class _BatchChecker:
         if value is MISSING:
             return None
         if not isinstance(value, dict) or not all(
-            isinstance(name, str) and 0 < len(name) <= MAX_EXCEPTION_NAME and _is_count(n) and n > 0
-            for name, n in value.items()
+            is_name(name, MAX_EXCEPTION_NAME) and _is_count(n) and n > 0 for name, n in value.items()
         ):
             self._error(
-                index, "exceptions", _("Expected an object of exception class name -> number of sends > 0."), position
+                index,
+                "exceptions",
+                _("Expected an object of exception class name (printable) -> number of sends from 1 to %(max)d.")
+                % {"max": MAX_COUNT},
+                position,
             )
             return None
         return value
 
 
+def is_name(value: Any, max_length: int = MAX_NAME) -> bool:
+    """Whether a reported name (or the registration check's topic) is one the tables can store and show."""
+    return isinstance(value, str) and 0 < len(value) <= max_length and value == value.strip() and is_printable(value)
+
+
 def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT

@@ -131,3 +131,47 @@ def test_the_approval_queue_offers_and_applies_only_its_own_filters(client, port
     assert list(response.context["filter"].form.fields) == ["kind", "team", "cluster", "applicant"]
     assert queued(applicant="olg")[0] == ["QUEUED_BY_OLGA"]
     assert queued(state="rejected", mine="on")[0] == ["QUEUED_BY_MIA", "QUEUED_BY_OLGA"]
+
+
+# --- values that are no ids: a page says it did not apply them, the API answers 400 naming the parameter ----------
+
+NOT_IDS = ["²", "9223372036854775808", "-9223372036854775809", "99999999999999999999", "1.5", "0"]
+ID_FILTERS = [
+    ("consumer-group-list", "api:consumer-group-list", "topic"),
+    ("warning-list", "api:warning-list", "topic"),
+    ("warning-list", "api:warning-list", "consumer_group"),
+    ("warning-list", "api:warning-list", "producer_group"),
+    (None, "api:producer-group-list", "topic"),
+]
+
+
+@pytest.mark.parametrize("value", NOT_IDS)
+@pytest.mark.parametrize(("page", "endpoint", "parameter"), ID_FILTERS)
+def test_an_id_filter_refuses_what_is_no_id_naming_the_parameter(client, member, page, endpoint, parameter, value):
+    client.force_login(member)
+
+    response = client.get(reverse(endpoint), {parameter: value})
+
+    assert response.status_code == 400 and list(response.json()) == [parameter]
+    if page is not None:
+        shown = client.get(reverse(page), {parameter: value})
+        assert shown.status_code == 200
+        assert "not applied" in shown.content.decode()
+
+
+def test_the_largest_id_is_still_an_id(client, member):
+    client.force_login(member)
+
+    response = client.get(reverse("api:warning-list"), {"topic": str(2**63 - 1)})
+
+    assert response.status_code == 200 and response.json()["count"] == 0
+
+
+@pytest.mark.parametrize("value", ["²", "9223372036854775808", "-1"])
+@pytest.mark.parametrize("url_name", ["rankings", "lagging"])
+def test_a_team_or_cluster_choice_that_is_no_id_shows_the_page_unnarrowed(client, portal_admin, url_name, value):
+    client.force_login(portal_admin)
+
+    for parameter in ("team", "cluster"):
+        response = client.get(reverse(url_name), {parameter: value})
+        assert response.status_code == 200 and response.context["team"] is None

@@ -173,6 +173,18 @@ def test_notifications_are_listed_newest_first_and_marked_read(client, member, o
     assert Notification.objects.get(user=outsider).read_at is None
 
 
+@pytest.mark.parametrize("bad", ["²", "9223372036854775808", "first"])
+def test_marking_something_that_is_no_notification_id_read_marks_nothing_and_says_so(client, member, bad):
+    first = notify(member, "first")
+    client.force_login(member)
+
+    response = client.post(reverse("notification-list"), {"ids": [first.pk, bad]}, follow=True)
+
+    assert "Nothing was marked read" in response.content.decode()
+    first.refresh_from_db()
+    assert first.read_at is None
+
+
 def test_the_team_list_shows_every_team_with_its_member_count(client, member, team_admin, outsider):
     client.force_login(member)
     response = client.get(reverse("team-list"))

@@ -4,6 +4,7 @@ checked whole and stored whole or not at all (any bad report: 400 with field err
 group's report: 403; no, unknown or revoked token: 401); a valid batch is stored idempotently."""
 
 import datetime as dt
+import json
 
 import pytest
 from django.urls import reverse
@@ -210,6 +211,8 @@ def test_more_exceptions_than_sends_are_refused(api):
         (lambda: this_minute(-1).replace(":00Z", ":30Z"), "Expected a whole minute"),
         (lambda: this_minute(-1).removesuffix("Z"), "Expected a whole minute"),
         (lambda: "yesterday", "Expected a UTC time"),
+        (lambda: "9999-12-31T23:59:00-14:00", "This minute is in the future."),  # no UTC datetime: year 10000
+        (lambda: "0001-01-01T00:00:00+14:00", "This minute is older than"),  # nor year 0
         (lambda: 1763795700, "Expected a UTC time"),
     ],
 )
@@ -254,6 +257,82 @@ def test_more_than_a_thousand_reports_in_one_batch_are_refused(api):
     errors = refused(api, *[report(client_id=f"10.0.0.1@{n}") for n in range(1001)])
 
     assert errors == {"reports": ["Send a list of 1 to 1000 reports."]}
+
+
+# --- refused: values the database cannot hold (a 400 naming the field, never a 500) ----------------------------
+
+BIGINT_PLUS_ONE = 2**63
+
+
+def overflowing_histogram(count: int) -> dict:
+    """A histogram that is consistent in itself (every value 0 ms) but holds ``count`` sends."""
+    return {"v": 1, "counts": {"0": count}, "sum_ms": 0.0, "max_ms": 0.0, "min_ms": 0.0}
+
+
+def test_a_count_beyond_a_64_bit_integer_is_refused_naming_the_count(api):
+    entry = {"broker_name": "broker-a", "count": BIGINT_PLUS_ONE, "exceptions": {}}
+    entry["histogram"] = overflowing_histogram(BIGINT_PLUS_ONE)
+
+    errors = refused(api, report(brokers=[entry]))["reports"]["0"]["brokers"]["0"]
+
+    assert errors["count"] == ["Expected a whole number from 0 to 9223372036854775807."]
+    assert "at most 9223372036854775807" in errors["histogram"][0]
+
+
+def test_a_histogram_count_of_hundreds_of_digits_is_refused_naming_the_histogram(api):
+    entry = {"broker_name": "broker-a", "count": 1, "exceptions": {}, "histogram": overflowing_histogram(10**400)}
+
+    errors = refused(api, report(brokers=[entry]))["reports"]["0"]["brokers"]["0"]
+
+    assert "positive integer of at most 9223372036854775807" in errors["histogram"][0]
+
+
+def test_an_exception_count_beyond_a_64_bit_integer_is_refused_naming_the_exceptions(api):
+    errors = refused(api, report(brokers=[broker(exceptions={"MQClientException": BIGINT_PLUS_ONE})]))
+
+    assert "number of sends from 1 to 9223372036854775807" in errors["reports"]["0"]["brokers"]["0"]["exceptions"][0]
+
+
+@pytest.mark.parametrize(
+    "bad", ["10.1.2.3@\x00", "10.1.2.3@1\n", "\x1b[31m10.1.2.3@1"], ids=["nul", "newline", "escape"]
+)
+@pytest.mark.parametrize("field", ["client_id", "producer_group", "topic"])
+def test_a_name_with_a_nul_or_control_character_is_refused_naming_it(api, field, bad):
+    errors = refused(api, report(**{field: bad.encode().decode("unicode_escape")}))
+
+    assert errors["reports"]["0"][field] == [
+        "Expected a non-empty name of at most 255 printable characters, without spaces around it."
+    ]
+
+
+def test_a_broker_or_exception_name_with_a_nul_is_refused_naming_it(api):
+    nul_broker = broker("broker-\x00")
+    nul_exception = broker("broker-b", costs=(1.0,), exceptions={"MQClient\x00Exception": 1})
+
+    errors = refused(api, report(brokers=[nul_broker, nul_exception]))["reports"]["0"]["brokers"]
+
+    assert list(errors["0"]) == ["broker_name"]
+    assert list(errors["1"]) == ["exceptions"]
+
+
+def test_a_lone_surrogate_in_a_name_refuses_the_body(api):
+    body = json.dumps({"reports": [report(client_id="@@")]}).replace("@@", "10.1.2.3@\\ud800")
+
+    response = api.post(URL, body, content_type="application/json")
+
+    assert response.status_code == 400 and "surrogate" in response.json()["detail"]
+    assert not ProducerMinute.objects.exists()
+
+
+def test_a_body_over_64_mib_is_refused_as_too_large_once_the_token_is_checked(api, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000  # the endpoint has its own, larger limit
+    assert send(api, report()).status_code == 202
+
+    padding = " " * (64 * 1024 * 1024)
+    response = api.post(URL, '{"reports": []}' + padding, content_type="application/json")
+
+    assert response.status_code == 413
+    assert APIClient().post(URL, padding, content_type="application/json").status_code == 401
 
 
 # --- authentication ----------------------------------------------------------------------------------------------
@@ -312,3 +391,9 @@ def test_the_registration_check_needs_a_topic(api):
     response = api.get(REGISTRATION)
 
     assert response.status_code == 400 and response.json() == {"topic": ["This field is required."]}
+
+
+def test_the_registration_check_refuses_a_topic_with_a_nul(api):
+    response = api.get(REGISTRATION, {"topic": "ORDERS\x00"})
+
+    assert response.status_code == 400 and list(response.json()) == ["topic"]

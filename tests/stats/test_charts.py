@@ -60,6 +60,22 @@ def test_a_label_cannot_end_the_embedding_script_element():
     assert "</" not in time_series_chart(chart, UTC)
 
 
+def test_every_text_from_outside_is_shown_as_text_not_read_as_plotly_markup():
+    link = '<a href="https://evil.example/">10.0.0.9@1</a>'
+    chart = Chart(f"Send latency of client {link}", "<b>ms</b>", [Series(link, [(minute(0), 1)])], minute(0),
+                  minute(1), spans=[Span(minute(0), None, "lag of <i>GID</i> & more")])  # fmt: skip
+
+    raw = time_series_chart(chart, UTC)
+    drawn = json.loads(raw)
+
+    assert not {"<", ">", "&"} & set(raw)
+    escaped = '&lt;a href="https://evil.example/"&gt;10.0.0.9@1&lt;/a&gt;'
+    assert drawn["data"][0]["name"] == escaped
+    assert drawn["layout"]["title"]["text"] == f"Send latency of client {escaped}"
+    assert drawn["layout"]["yaxis"]["title"]["text"] == "&lt;b&gt;ms&lt;/b&gt;"
+    assert drawn["data"][1]["hovertext"] == ["lag of &lt;i&gt;GID&lt;/i&gt; &amp; more"]
+
+
 def test_plotly_js_is_served_from_the_installed_package_not_a_cdn():
     path = finders.find("plotly/plotly.min.js")
 

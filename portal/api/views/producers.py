@@ -6,11 +6,11 @@ the schema."""
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api.authentication import HasProducerToken, ProducerTokenAuthentication
+from portal.api.parsers import BoundedJSONParser
 from portal.services import producer_reports
 
 
@@ -43,7 +43,8 @@ class _ProducerEndpoint(APIView):
 
 
 class ProducerReportView(_ProducerEndpoint):
-    parser_classes = [JSONParser]
+    parser_classes = [BoundedJSONParser]
+    max_body_size = producer_reports.MAX_BATCH_BYTES  # read only once the token is checked
 
     @extend_schema(
         request=ProducerReportBatchSerializer,
@@ -52,6 +53,7 @@ class ProducerReportView(_ProducerEndpoint):
             400: OpenApiResponse(description="Field errors by report index; nothing of the batch was stored."),
             401: OpenApiResponse(description="No token, or an unknown or revoked one."),
             403: OpenApiResponse(description="A report of another producer group than the token's."),
+            413: OpenApiResponse(description="A body larger than 64 MiB: send fewer reports at a time."),
         },
     )
     def post(self, request):
@@ -80,4 +82,8 @@ class ProducerRegistrationView(_ProducerEndpoint):
         topic = request.query_params.get("topic", "")
         if not topic:
             raise serializers.ValidationError({"topic": [_("This field is required.")]})
+        if not producer_reports.is_name(topic):
+            raise serializers.ValidationError(
+                {"topic": [producer_reports.NAME_EXPECTED % {"max": producer_reports.MAX_NAME}]}
+            )
         return Response(producer_reports.registration(request.auth, topic))

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from portal import access
+from portal.inputs import parse_id
 from portal.models import Broker, Cluster, ConsumerGroup, Team
 from portal.web import monitoring
 from portal.web.paging import paginate
@@ -73,8 +74,8 @@ def lagging(request):
     teams = Team.objects.order_by("name")
     if not access.is_portal_admin(request.user):
         teams = teams.filter(pk__in=access.team_ids(request.user))
-    team_id = request.GET.get("team", "")
-    team = teams.filter(pk=team_id).first() if team_id.isdigit() else None
+    team_id = parse_id(request.GET.get("team"))
+    team = teams.filter(pk=team_id).first() if team_id is not None else None
     watched = access.lag_watch(request.user, team)
     scope = None
     if watched is not None:

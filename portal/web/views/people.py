@@ -11,8 +11,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 
 from portal import access
+from portal.inputs import parse_id
 from portal.models import Application, ConsumerGroup, Notification, ProducerGroup, Team, Topic
-from portal.services import notifications, registry
+from portal.services import api_tokens, notifications, registry
 from portal.services.profiles import profile_for, update_profile
 from portal.web.forms import MemberAddForm, MemberRemoveForm, ProfileForm, submitted
 from portal.web.navigation import redirect_back
@@ -53,7 +54,33 @@ def profile(request):
         else:
             messages.success(request, _("Your settings are saved."))
             return redirect("profile")
-    return render(request, "portal/profile.html", {"form": form})
+    return _profile_page(request, form)
+
+
+def _profile_page(request, form, new_token=None):
+    token = api_tokens.current(request.user)
+    context = {
+        "form": form,
+        "api_token": token,
+        "api_token_expires_at": api_tokens.expires_at(token) if token else None,
+        "api_token_expired": token is not None and api_tokens.is_expired(token),
+        "new_api_token": new_token,
+    }
+    return render(request, "portal/profile.html", context)
+
+
+@login_required
+@require_POST
+def profile_api_token(request):
+    """Create or rotate (``action=rotate``) or revoke (``action=revoke``) the user's personal API token. A new key is
+    shown on the page this POST answers, once; the settings page never shows it again."""
+    current = profile_for(request.user)
+    form = ProfileForm(initial={"language": current.language, "time_zone": current.time_zone})
+    if request.POST.get("action") == "revoke":
+        api_tokens.revoke(request.user)
+        messages.success(request, _("Your API token is revoked."))
+        return redirect("profile")
+    return _profile_page(request, form, new_token=api_tokens.rotate(request.user))
 
 
 @login_required
@@ -71,8 +98,11 @@ def profile_language(request):
 @login_required
 def notification_list(request):
     if request.method == "POST":
-        ids = None if "all" in request.POST else [int(i) for i in request.POST.getlist("ids") if i.isdigit()]
-        notifications.mark_read(request.user, ids)
+        ids = None if "all" in request.POST else [parse_id(value) for value in request.POST.getlist("ids")]
+        if ids is not None and None in ids:
+            messages.error(request, _("Nothing was marked read: the request named something that is no notification."))
+        else:
+            notifications.mark_read(request.user, ids)
         return redirect_back(request, "notification-list")
     return render(
         request,

@@ -12,6 +12,7 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_safe
 
 from portal import access
+from portal.inputs import parse_id
 from portal.models import Cluster, Team
 from portal.services import rankings
 from portal.web.paging import paginate
@@ -20,7 +21,8 @@ from stats.models import RankingKind
 
 def _chosen(queryset, value: str):
     """The row of ``queryset`` a query parameter names by id, or None."""
-    return queryset.filter(pk=value).first() if value.isdigit() else None
+    pk = parse_id(value)
+    return queryset.filter(pk=pk).first() if pk is not None else None
 
 
 def _moment(value: str):

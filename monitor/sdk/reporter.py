@@ -5,8 +5,9 @@ unreachable portal never blocks or slows a send, and nothing it meets is raised 
 logged on the ``monitor.sdk`` logger). Reports wait in a bounded backlog (oldest dropped first, counted in
 :attr:`Reporter.dropped`); delivery is retried with exponential backoff on network errors, timeouts, 429 and 5xx.
 What the portal refuses is not retried: reports it rejects one by one (400 with errors per report index) are
-dropped and the rest of the batch sent again; a batch rejected whole (401 unknown or revoked token, 403 another
-group's token, any other 4xx) is dropped with an error logged. The wire format is the portal's
+dropped and the rest of the batch sent again; a batch too large for it (413) is sent again in halves; a batch
+rejected whole (401 unknown or revoked token, 403 another group's token, any other 4xx) is dropped with an error
+logged. The wire format is the portal's
 ``POST /api/v1/producer-reports/`` (docs/sdk.md).
 
 At start, and for each topic seen later, the reporter asks the portal whether the producer group is registered
@@ -50,6 +51,10 @@ REQUEST_TIMEOUT = 10.0
 
 class _Transient(Exception):
     """The portal could not be reached or asked us to come back later: keep the reports and retry."""
+
+
+class _TooLarge(Exception):
+    """The portal refused the request's size (413): the same reports, sent in smaller batches, are accepted."""
 
 
 class _Rejected(Exception):
@@ -111,6 +116,7 @@ class Reporter:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._backoff_min = backoff_min
+        self._batch_limit = MAX_BATCH  # halved on each 413, grown back on each delivery
         self._backoff = 0.0
         self._retry_at = 0.0
         self.failed_deliveries = 0  # attempts that found the portal unreachable or failing
@@ -241,7 +247,7 @@ class Reporter:
             if deadline is not None and time.monotonic() >= deadline:
                 return
             with self._lock:
-                batch = [self._backlog[i] for i in range(min(MAX_BATCH, len(self._backlog)))]
+                batch = [self._backlog[i] for i in range(min(self._batch_limit, len(self._backlog)))]
             timeout = self._request_timeout if deadline is None else max(0.1, deadline - time.monotonic())
             try:
                 self._request("POST", REPORTS_PATH, {"reports": batch}, timeout=timeout)
@@ -257,6 +263,14 @@ class Reporter:
                     self._backoff,
                 )
                 return
+            except _TooLarge:
+                if len(batch) > 1:
+                    self._batch_limit = max(1, len(batch) // 2)
+                    continue
+                self._remove(batch)
+                self.dropped += 1
+                log.error("the portal at %s refused a producer report as too large", self._base)
+                continue
             except _Rejected as error:
                 refused = [batch[i] for i in self._refused_indexes(error.details, len(batch))]
                 self._remove(refused)
@@ -265,6 +279,7 @@ class Reporter:
                 continue
             self._remove(batch)
             self.delivered += len(batch)
+            self._batch_limit = min(MAX_BATCH, self._batch_limit * 2)
             self._backoff, self._retry_at = 0.0, 0.0
 
     @staticmethod
@@ -303,6 +318,8 @@ class Reporter:
             text = error.read()[:2000].decode(errors="replace")
             if error.code == 429 or error.code >= 500:
                 raise _Transient(f"HTTP {error.code}") from None
+            if error.code == 413:
+                raise _TooLarge() from None
             try:
                 details = json.loads(text)
             except ValueError:

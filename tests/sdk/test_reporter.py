@@ -159,6 +159,27 @@ def test_a_batch_holds_at_most_1000_reports(portal, clock, recorder, start_repor
     assert [len(post.body["reports"]) for post in portal.posts()] == [1000, 500]
 
 
+def test_a_batch_the_portal_finds_too_large_is_sent_again_in_halves_and_nothing_is_lost(
+    portal, clock, recorder, start_reporter
+):
+    portal.answer = lambda request: (
+        (413, {"detail": "Request body too large."})
+        if len(request.body["reports"]) > 300
+        else (202, {"accepted": len(request.body["reports"])})
+    )
+    for index in range(1000):
+        recorder.record(f"Topic{index}", "broker-a", 1.0)
+    reporter = start_reporter(portal.url)
+    clock.now += 60
+
+    portal.wait_for(lambda: len(portal.reports()) == 1000)
+    wait_until(lambda: reporter.backlog == 0)
+
+    assert [post.status for post in portal.posts()][:3] == [413, 413, 202]  # 1000, then 500, then 250 per batch
+    assert {report["topic"] for report in portal.reports()} == {f"Topic{index}" for index in range(1000)}
+    assert (reporter.dropped, reporter.backlog) == (0, 0)
+
+
 def test_a_topic_the_group_is_not_registered_for_is_warned_about_once(portal, start_reporter, caplog):
     portal.registered = False
     caplog.set_level(logging.WARNING, logger="monitor.sdk")

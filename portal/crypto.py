@@ -15,6 +15,8 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.db import models
 
+from portal.env import read_or_create_secret
+
 
 class SecretUnreadable(RuntimeError):
     """A stored secret cannot be decrypted with any configured key (the key was lost or changed)."""
@@ -28,15 +30,9 @@ def _load_keys() -> list[bytes]:
     from_env = os.environ.get("FIELD_ENCRYPTION_KEY", "").strip()
     if from_env:
         return [key.strip().encode() for key in from_env.split(",") if key.strip()]
-    path = _key_file()
-    if path.exists() and path.read_text().strip():
-        return [path.read_text().strip().encode()]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    key = Fernet.generate_key()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(key)
-    return [key]
+    # Created at most once even when the web server, the worker and beat start together on a fresh install.
+    key = read_or_create_secret(_key_file(), lambda: Fernet.generate_key().decode())
+    return [key.encode()]
 
 
 @lru_cache(maxsize=1)

@@ -16,6 +16,7 @@ from portal.api.views.tokens import TokenRotateView, TokenView
 from portal.api.views.warnings import ChannelViewSet, MuteViewSet, SubscriptionViewSet, WarningViewSet
 
 app_name = "api"
+DOCS_METHODS = ["get", "head"]
 
 router = SimpleRouter()
 router.register("clusters", ClusterViewSet, basename="cluster")
@@ -47,6 +48,18 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI's settings come as a script of their own (?script), not inline: the Content-Security-Policy
     # allows scripts from this site only.
-    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema", template_name="api/redoc.html"), name="redoc"),
+    # The docs are pages to read: OPTIONS would render the view's metadata through an HTML template renderer (with
+    # no template for it, a 500), so they answer GET and HEAD only.
+    path(
+        "docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="api:schema", http_method_names=DOCS_METHODS),
+        name="docs",
+    ),
+    path(
+        "redoc/",
+        SpectacularRedocView.as_view(
+            url_name="api:schema", template_name="api/redoc.html", http_method_names=DOCS_METHODS
+        ),
+        name="redoc",
+    ),
 ]

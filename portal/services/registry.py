@@ -312,7 +312,8 @@ def update_user(user, *, by, email=None, is_portal_admin=None, is_active=None):
 
 def set_password(user, password, *, by):
     """Give a user a new password (Django's validators apply). Their web sessions end, as Django ends every session
-    whose password changed (an API token stays valid). The audit entry says that it changed, never what to."""
+    whose password changed, and their API token is revoked (portal/services/api_tokens.py). The audit entry says
+    that it changed, never what to."""
     _require(access.can_administer(by))
     with transaction.atomic():
         user = type(user).objects.select_for_update().get(pk=user.pk)

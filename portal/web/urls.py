@@ -15,6 +15,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("profile/", people.profile, name="profile"),
     path("profile/language/", people.profile_language, name="profile-language"),
+    path("profile/api-token/", people.profile_api_token, name="profile-api-token"),
     path("topics/", registry.topic_list, name="topic-list"),
     path("topics/new/", applications.apply_topic, name="apply-topic"),
     path("topics/<int:pk>/", registry.topic_detail, name="topic-detail"),

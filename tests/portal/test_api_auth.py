@@ -8,6 +8,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from portal.services import api_tokens
 from tests.portal.conftest import PASSWORD
 
 
@@ -18,7 +19,9 @@ def token_for(username: str, password: str = PASSWORD):
 def test_a_user_exchanges_username_and_password_for_a_token(member):
     response = token_for("mia")
     assert response.status_code == 200, response.data
-    assert response.data == {"token": Token.objects.get(user=member).key}
+    token = Token.objects.get(user=member)
+    expires_at = api_tokens.expires_at(token).isoformat().replace("+00:00", "Z")
+    assert response.json() == {"token": token.key, "expires_at": expires_at}
     assert token_for("mia").data == response.data, "the same token again, not a new one per login"
 
 

@@ -18,7 +18,7 @@ VENV_PYTHON := $(shell for p in python3.11 python3 /usr/bin/python3.11; do \
   command -v $$p >/dev/null 2>&1 && $$p -c 'import sqlite3, ssl, ctypes, lzma, bz2, venv' 2>/dev/null && { echo $$p; break; }; done)
 ONLY ?=
 
-.PHONY: venv sysdeps rocketmq test lint format bench demo messages clean
+.PHONY: venv sysdeps rocketmq test fuzz lint format bench demo sdk messages clean
 
 $(STAMP): requirements.txt
 	@test -n "$(VENV_PYTHON)" || { echo "no Python 3.11 with sqlite3 and ssl: run 'make sysdeps' first"; exit 1; }
@@ -46,6 +46,14 @@ test: venv sysdeps rocketmq
 	$(PY) -m pytest
 	$(PY) -m tests.pg -- tests/portal tests/sparkjobs --ignore=tests/portal/test_demo.py
 
+# The HTTP fuzz suite (tests/fuzz) with its big budget, on SQLite then on PostgreSQL: HYPOTHESIS_PROFILE=fuzz gives
+# each target (endpoint x actor) FUZZ_EXAMPLES random examples (default 200; `make test` runs the same tests with 20,
+# derandomized) and keeps failing examples in var/hypothesis to replay first. Cases tried per target of the last
+# run: var/fuzz/cases.txt.
+fuzz: venv sysdeps
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest tests/fuzz -p no:logging
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m tests.pg -- tests/fuzz -p no:logging
+
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -59,6 +67,12 @@ bench: venv sysdeps rocketmq
 
 demo: venv sysdeps
 	$(PY) manage.py demo
+
+# The client SDK as its own wheel (monitor/sdk/pyproject.toml) into var/dist/, for business applications to
+# `pip install` (docs/sdk.md); tests/sdk/test_wheel.py builds it the same way and installs it into a fresh venv.
+sdk: venv
+	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir var/dist ./monitor/sdk
+	@ls var/dist/mqcloud_sdk-*.whl
 
 # The translation catalogs (portal/locale): re-extract every string of portal/, stats/ (chart ranges) and templates/
 # into the English and Simplified Chinese .po files, then compile the .mo files (both are committed, so a fresh clone

@@ -1,5 +1,7 @@
 """What the monitoring parts of the pages show: the time range a page is asked for (``?range=``), and each page's
-charts, made of the ``stats`` queries' series by the one chart builder, in the viewer's time zone."""
+charts, made of the ``stats`` queries' series by the one chart builder, in the viewer's time zone. Points of the
+demo's generated history (``manage.py demo``) are drawn as series of their own, named "... (demo history)", so
+nothing generated passes for measured."""
 
 from __future__ import annotations
 
@@ -11,11 +13,14 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from portal.models import ConsumerGroup, WarningKind
+from portal.services.warnings import summaries
 from stats.charts import Chart, Point, Series, Span, time_series_chart
-from stats.models import SERVER_SLOT, ConsumeMinute
+from stats.models import ConsumeMinute, Resolution
 from stats.queries.health import ProbeHistory, broker_health, cluster_health
+from stats.queries.history import demo_history_points
 from stats.queries.producers import LatencySeries, ProducerLatency, group_latency, topic_latency
 from stats.queries.servers import server_series
+from stats.queries.source import resolution_for
 from stats.queries.traffic import (
     broker_traffic,
     cluster_traffic,
@@ -42,6 +47,11 @@ class Window:
     @property
     def choices(self) -> list[tuple[str, str]]:
         return [(key, label) for key, (_length, label) in RANGES.items()]
+
+    @property
+    def resolution(self) -> Resolution | None:
+        """The rollup resolution the ``stats`` queries read this range at (None: the minute data)."""
+        return resolution_for(self.since, self.until)
 
 
 @dataclass(frozen=True)
@@ -86,9 +96,75 @@ def topic_consumer_list(topic, subscriptions, groups) -> tuple[dt.datetime | Non
     return minute, [consumers[name] for name in sorted(consumers)]
 
 
-def _draw(title: str, y_title: str, series: list[Series], window: Window, spans: Iterable[Span] = ()) -> DrawnChart:
-    chart = Chart(title, y_title, series, window.since, window.until, spans=tuple(spans))
+# What a chart's points are, for the note under its x axis: averages (counts, rates, server stats), peaks (lag),
+# percentiles of the sends in each point (latency), or server samples (their five-minute slots).
+AVERAGES, PEAKS, PERCENTILES, SAMPLES = "averages", "peaks", "percentiles", "samples"
+
+
+def point_note(window: Window, points: str = AVERAGES) -> str:
+    """What one point of a chart of ``window`` stands for, at the resolution its range is read at."""
+    resolution = window.resolution
+    if resolution is None:
+        return _("5-minute samples") if points == SAMPLES else _("per minute")
+    notes = {
+        PEAKS: {
+            Resolution.TEN_MINUTES: _("10-minute peaks"),
+            Resolution.HOUR: _("hourly peaks"),
+            Resolution.DAY: _("daily peaks"),
+        },
+        PERCENTILES: {
+            Resolution.TEN_MINUTES: _("percentiles of each 10 minutes"),
+            Resolution.HOUR: _("percentiles of each hour"),
+            Resolution.DAY: _("percentiles of each day"),
+        },
+    }
+    averages = {
+        Resolution.TEN_MINUTES: _("10-minute averages"),
+        Resolution.HOUR: _("hourly averages"),
+        Resolution.DAY: _("daily averages"),
+    }
+    return notes.get(points, averages)[resolution]
+
+
+def _draw(
+    title: str,
+    y_title: str,
+    series: list[Series],
+    window: Window,
+    spans: Iterable[Span] = (),
+    *,
+    points: str = AVERAGES,
+    generated: frozenset[dt.datetime] = frozenset(),
+) -> DrawnChart:
+    """One chart; ``generated``: its points that are demo history (:func:`labelled`)."""
+    chart = Chart(
+        title,
+        y_title,
+        labelled(series, generated),
+        window.since,
+        window.until,
+        spans=tuple(spans),
+        resolution=point_note(window, points),
+    )
     return DrawnChart(title, time_series_chart(chart, timezone.get_current_timezone()))
+
+
+def labelled(series: list[Series], generated: frozenset[dt.datetime]) -> list[Series]:
+    """Each series whose points include some of ``generated`` (demo history) split in two: its measured points
+    under its own name (left out when there are none) and the generated ones under "<name> (demo history)"."""
+    if not generated:
+        return series
+    drawn = []
+    for line in series:
+        demo = [(moment, value if moment in generated else None) for moment, value in line.points]
+        if all(value is None for _moment, value in demo):
+            drawn.append(line)
+            continue
+        measured = [(moment, None if moment in generated else value) for moment, value in line.points]
+        if any(value is not None for _moment, value in measured):
+            drawn.append(Series(line.name, measured, line.kind))
+        drawn.append(Series(_("%(name)s (demo history)") % {"name": line.name}, demo, line.kind))
+    return drawn
 
 
 def _scaled(points: Iterable[Point], divisor: float) -> list[Point]:
@@ -100,9 +176,14 @@ WARNING_COLOR = "rgba(255, 127, 14, 0.16)"  # warning periods in orange, outages
 
 def warning_spans(warnings: Iterable) -> list[Span]:
     """Warning periods to shade (``portal.services.warnings.queries.in_range``): from opening to resolution (to the
-    chart's end while open), the kind and the rules' summary on hover."""
+    chart's end while open), the kind and the summary (in the viewer's language) on hover."""
     return [
-        Span(warning.opened_at, warning.resolved_at, f"{warning.get_kind_display()}: {warning.summary}", WARNING_COLOR)
+        Span(
+            warning.opened_at,
+            warning.resolved_at,
+            f"{warning.get_kind_display()}: {summaries.of_warning(warning)}",
+            WARNING_COLOR,
+        )
         for warning in warnings
     ]
 
@@ -118,10 +199,23 @@ def topic_charts(topic, window: Window, warnings: Iterable = ()) -> list[DrawnCh
     """Production of a topic: messages and bytes stored per minute, its ``warnings``' periods shaded."""
     traffic = topic_traffic(topic.cluster_id, topic.name, window.since, window.until)
     spans = warning_spans(warnings)
+    demo = demo_history_points(topic.cluster_id, window.since, window.until)
     return [
-        _draw(_("Messages produced per minute"), _("messages"), [Series(topic.name, traffic.put_nums)], window, spans),
         _draw(
-            _("Size produced per minute"), _("KiB"), [Series(topic.name, _scaled(traffic.put_size, KIB))], window, spans
+            _("Messages produced per minute"),
+            _("messages"),
+            [Series(topic.name, traffic.put_nums)],
+            window,
+            spans,
+            generated=demo,
+        ),
+        _draw(
+            _("Size produced per minute"),
+            _("KiB"),
+            [Series(topic.name, _scaled(traffic.put_size, KIB))],
+            window,
+            spans,
+            generated=demo,
         ),
     ]
 
@@ -131,14 +225,15 @@ def group_charts(group, topics: Iterable[str], window: Window, warnings: Iterabl
     with its ``warnings``' periods shaded."""
     by_topic = group_traffic(group.cluster_id, group.name, window.since, window.until, topics=topics)
     spans = warning_spans(warnings)
+    demo = demo_history_points(group.cluster_id, window.since, window.until)
 
     def lines(metric: str) -> list[Series]:
         return [Series(topic, getattr(series, metric)) for topic, series in by_topic.items()]
 
     return [
-        _draw(_("Consumption TPS"), _("messages/s"), lines("consume_tps"), window, spans),
-        _draw(_("Lag"), _("messages"), lines("lag"), window, spans),
-        _draw(_("Lag time"), _("seconds"), lines("lag_seconds"), window, spans),
+        _draw(_("Consumption TPS"), _("messages/s"), lines("consume_tps"), window, spans, generated=demo),
+        _draw(_("Lag"), _("messages"), lines("lag"), window, spans, points=PEAKS, generated=demo),
+        _draw(_("Lag time"), _("seconds"), lines("lag_seconds"), window, spans, points=PEAKS, generated=demo),
     ]
 
 
@@ -152,8 +247,9 @@ def broker_charts(broker, window: Window, warnings: Iterable = ()) -> list[Drawn
     if broker.is_master:  # a slave stores nothing of its own
         tps.insert(0, Series(_("put"), per_second(traffic.put_nums)))
     spans = warning_spans(warnings)
+    demo = demo_history_points(broker.cluster_id, window.since, window.until)
     return [
-        _draw(_("Put and get TPS"), _("messages/s"), tps, window, spans),
+        _draw(_("Put and get TPS"), _("messages/s"), tps, window, spans, generated=demo),
         _draw(
             _("Health: probe latency"),
             _("ms"),
@@ -164,22 +260,24 @@ def broker_charts(broker, window: Window, warnings: Iterable = ()) -> list[Drawn
     ]
 
 
-def cluster_charts(cluster, window: Window) -> list[DrawnChart]:
+def cluster_charts(cluster, window: Window, warnings: Iterable = ()) -> list[DrawnChart]:
     """A cluster's totals, its brokers down per minute, and every name server's and broker's probe latency with
-    their outages shaded."""
+    their outages (and the name servers' ``warnings``' periods) shaded."""
     traffic = cluster_traffic(cluster.pk, window.since, window.until)
     health = cluster_health(cluster.pk, window.since, window.until)
     tps = [Series(_("put"), per_second(traffic.put_nums)), Series(_("get"), per_second(traffic.get_nums))]
     outages = [span for name, history in health.items() for span in _outage_spans(name, history)]
+    demo = demo_history_points(cluster.pk, window.since, window.until)
+    down = [Series(_("down"), traffic.brokers_down, kind="bar")]
     return [
-        _draw(_("Put and get TPS"), _("messages/s"), tps, window),
-        _draw(_("Brokers down"), _("brokers"), [Series(_("down"), traffic.brokers_down, kind="bar")], window),
+        _draw(_("Put and get TPS"), _("messages/s"), tps, window, generated=demo),
+        _draw(_("Brokers down"), _("brokers"), down, window, generated=demo),
         _draw(
             _("Health: probe latency"),
             _("ms"),
             [Series(name, history.latency_ms) for name, history in health.items()],
             window,
-            outages,
+            [*outages, *warning_spans(warnings)],
         ),
     ]
 
@@ -189,7 +287,7 @@ def server_charts(host: str, window: Window, warnings: Iterable = ()) -> list[Dr
     with their error, and each of its ``warnings``' periods on the chart of what it is about (CPU, load, ...)."""
     stats = server_series(host, window.since, window.until)
     metric = stats.metrics
-    failed = [Span(slot, slot + SERVER_SLOT, error) for slot, error in stats.errors]
+    failed = [Span(slot, slot + stats.step, error) for slot, error in stats.errors]
     warned: dict[str, list] = {}
     for warning in warnings:
         warned.setdefault(warning.kind, []).append(warning)
@@ -197,22 +295,25 @@ def server_charts(host: str, window: Window, warnings: Iterable = ()) -> list[Dr
     def spans(kind: str) -> list[Span]:
         return warning_spans(warned.get(kind, ()))
 
+    def draw(*args) -> DrawnChart:
+        return _draw(*args, points=SAMPLES)
+
     return [
-        _draw(
+        draw(
             _("CPU"),
             "%",
             [Series(_("busy"), metric["cpu_percent"]), Series(_("I/O wait"), metric["cpu_iowait_percent"])],
             window,
             [*failed, *spans(WarningKind.SERVER_CPU)],
         ),
-        _draw(
+        draw(
             _("Load"),
             _("load"),
             [Series(name, metric[name]) for name in ("load1", "load5", "load15")],
             window,
             spans(WarningKind.SERVER_LOAD),
         ),
-        _draw(
+        draw(
             _("Memory"),
             "MiB",
             [
@@ -223,14 +324,14 @@ def server_charts(host: str, window: Window, warnings: Iterable = ()) -> list[Dr
             window,
             spans(WarningKind.SERVER_MEMORY),
         ),
-        _draw(
+        draw(
             _("Disk use"),
             "%",
             [Series(mount, points) for mount, points in stats.disk_used_percent.items()],
             window,
             spans(WarningKind.SERVER_DISK),
         ),
-        _draw(
+        draw(
             _("Disk I/O"),
             "KiB/s",
             [
@@ -239,7 +340,7 @@ def server_charts(host: str, window: Window, warnings: Iterable = ()) -> list[Dr
             ],
             window,
         ),
-        _draw(
+        draw(
             _("Network"),
             "KiB/s",
             [
@@ -248,7 +349,7 @@ def server_charts(host: str, window: Window, warnings: Iterable = ()) -> list[Dr
             ],
             window,
         ),
-        _draw(
+        draw(
             _("TCP connections"),
             _("sockets"),
             [
@@ -293,9 +394,11 @@ class ProducerMonitoring:
     broker: str = ""
 
 
-def producer_group_monitoring(group, window: Window, *, client: str = "", broker: str = "") -> ProducerMonitoring:
+def producer_group_monitoring(
+    group, window: Window, *, client: str = "", broker: str = "", warnings: Iterable = ()
+) -> ProducerMonitoring:
     """Send latency (p50/p90/p99/max) of the group, or of one of its clients or brokers; p99 per broker and per
-    client; sends and exceptions per broker."""
+    client; sends and exceptions per broker, with its ``warnings``' periods shaded."""
     latency = group_latency(group.cluster_id, group.name, window.since, window.until)
     client = client if client in latency.by_client else ""
     broker = broker if broker in latency.by_broker and not client else ""
@@ -308,15 +411,28 @@ def producer_group_monitoring(group, window: Window, *, client: str = "", broker
     busiest = sorted(latency.by_client.items(), key=lambda item: -_sent(item[1]))[:CLIENT_LINES]
     by_broker = latency.by_broker.items()
     charts = [
-        _draw(title, "ms", _latency_lines(selected), window),
-        _draw(_("Send latency p99 by broker"), "ms", [Series(name, s.p99) for name, s in by_broker], window),
-        _draw(_("Send latency p99 by client"), "ms", [Series(name, s.p99) for name, s in sorted(busiest)], window),
+        _draw(title, "ms", _latency_lines(selected), window, points=PERCENTILES),
+        _draw(
+            _("Send latency p99 by broker"),
+            "ms",
+            [Series(name, s.p99) for name, s in by_broker],
+            window,
+            points=PERCENTILES,
+        ),
+        _draw(
+            _("Send latency p99 by client"),
+            "ms",
+            [Series(name, s.p99) for name, s in sorted(busiest)],
+            window,
+            points=PERCENTILES,
+        ),
         _draw(_("Sends per minute by broker"), _("sends"), [Series(name, s.sends) for name, s in by_broker], window),
         _draw(
             _("Failed sends per minute by broker"),
             _("sends"),
             [Series(name, s.exceptions, kind="bar") for name, s in by_broker],
             window,
+            warning_spans(warnings),
         ),
     ]
     return ProducerMonitoring(charts, latency, client, broker)
@@ -327,7 +443,7 @@ def topic_producer_charts(topic, window: Window) -> list[DrawnChart]:
     broker."""
     latency = topic_latency(topic.cluster_id, topic.name, window.since, window.until)
     return [
-        _draw(_("Send latency"), "ms", _latency_lines(latency.total), window),
+        _draw(_("Send latency"), "ms", _latency_lines(latency.total), window, points=PERCENTILES),
         _draw(
             _("Failed sends per minute by broker"),
             _("sends"),

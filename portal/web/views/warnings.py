@@ -12,6 +12,7 @@ from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 
@@ -20,6 +21,7 @@ from portal.filters import WarningFilterSet
 from portal.models import Channel, ChannelKind, SubjectType, WarningKind
 from portal.models.warnings import KIND_SUBJECT
 from portal.services.warnings import channels, delivery, lifecycle, queries, subscriptions, thresholds
+from portal.web import warning_details
 from portal.web.admin_views import allowed_if
 from portal.web.entries import detail_url_name, entry_model, visible_entry
 from portal.web.forms import submitted
@@ -51,6 +53,8 @@ def warning_detail(request, pk):
         "deliveries": queries.deliveries(user, warning),
         "all_deliveries": access.can_see_all_deliveries(user),
         "can_acknowledge": warning.is_open and not warning.acknowledged_at and access.can_acknowledge(user, warning),
+        "figures": warning_details.present(warning.details),
+        "charts": warning_details.warning_charts(warning, entry, timezone.now()),
     }
     return render(request, "portal/warnings/warning_detail.html", context)
 

@@ -46,6 +46,15 @@ class GroupClients:
             if isinstance(info, b.ConsumerRunningInfo)
         }
 
+    def expression_types(self) -> dict[str, dict[str, str]]:
+        """Each answering client's expression type per topic, ``{topic: "TAG" | "SQL92"}``: the same expression
+        string means different things in each (the portal's registry models only TAG)."""
+        return {
+            client_id: {sub.topic: sub.expression_type for sub in info.subscription_set}
+            for client_id, info in self.infos.items()
+            if isinstance(info, b.ConsumerRunningInfo)
+        }
+
     def consistent(self) -> bool | None:
         """Whether every client subscribes to the same topics with the same expressions (None: no client
         answered, or one could not be asked)."""
@@ -88,7 +97,7 @@ async def read_group_clients(
 def client_rows(cluster_id: int, minute: dt.datetime, clients: GroupClients) -> list[ClientMinute]:
     if clients.connection is None:
         return []
-    subscriptions = clients.subscriptions()
+    subscriptions, expression_types = clients.subscriptions(), clients.expression_types()
     rows = []
     for connection in clients.connection.connection_set:
         info = clients.infos.get(connection.client_id)
@@ -102,6 +111,7 @@ def client_rows(cluster_id: int, minute: dt.datetime, clients: GroupClients) -> 
                 language=connection.language or "",
                 version=connection.version,
                 subscription=subscriptions.get(connection.client_id, {}),
+                expression_types=expression_types.get(connection.client_id, {}),
                 error=info if isinstance(info, str) else "",
             )
         )

@@ -19,6 +19,7 @@ from portal.models import (
     TeamRole,
     Topic,
 )
+from portal.services.subscriptions import Difference
 
 
 class VisiblePrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
@@ -133,6 +134,49 @@ class ConsumerGroupSerializer(RegistryEntrySerializer):
     class Meta:
         model = ConsumerGroup
         fields = [*RegistryEntrySerializer.common_fields, "message_model", "subscriptions"]
+        read_only_fields = fields
+
+
+class ReportedSubscriptionSerializer(serializers.Serializer):
+    expression = serializers.CharField()
+    expression_type = serializers.CharField(help_text=_("TAG or SQL92; empty for minutes collected before it was kept"))
+    clients = serializers.ListField(child=serializers.CharField(), help_text=_("the client ids reporting it"))
+
+
+class TopicSubscriptionCheckSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    topic_id = serializers.IntegerField(allow_null=True, help_text=_("the registry's topic of this name, if any"))
+    registered_expression = serializers.CharField(source="registered", allow_null=True)
+    reported = ReportedSubscriptionSerializer(many=True)
+    not_subscribing = serializers.ListField(
+        child=serializers.CharField(), help_text=_("answering clients that leave out a topic others subscribe")
+    )
+    differences = serializers.ListField(child=serializers.ChoiceField(choices=Difference.choices))
+
+
+class SubscriptionCheckSerializer(serializers.Serializer):
+    minute = serializers.DateTimeField(
+        allow_null=True, help_text=_("the collected minute the clients reported in; null: no recent collection")
+    )
+    clients = serializers.ListField(child=serializers.CharField(), help_text=_("the online clients"))
+    unanswered = serializers.ListField(
+        child=serializers.CharField(), help_text=_("online clients that did not report their subscription")
+    )
+    inconsistent = serializers.BooleanField(help_text=_("the clients do not all subscribe alike"))
+    differs = serializers.BooleanField(help_text=_("any difference between the registry and the clients"))
+    topics = TopicSubscriptionCheckSerializer(many=True)
+    group_topics = serializers.ListField(
+        child=serializers.CharField(), help_text=_("retry and dead-letter topics the clients subscribe")
+    )
+
+
+class ConsumerGroupDetailSerializer(ConsumerGroupSerializer):
+    """A group with its registered subscriptions judged against what its clients report (set by the view)."""
+
+    subscription_check = SubscriptionCheckSerializer(read_only=True)
+
+    class Meta(ConsumerGroupSerializer.Meta):
+        fields = [*ConsumerGroupSerializer.Meta.fields, "subscription_check"]
         read_only_fields = fields
 
 

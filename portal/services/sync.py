@@ -11,6 +11,11 @@ when every master answered: a broker that cannot be read says nothing about what
 cluster as missing because one broker was down would be worse than flagging nothing. Producer groups exist only
 in clients, never on brokers, so the sync never touches them.
 
+A consumer group's subscriptions live in its clients too. For an imported group with nothing registered, the sync
+registers what its clients report in the latest collected minute (``portal.services.subscriptions.importable``:
+TAG subscriptions to registered topics, when every online client answered and they subscribe alike); it never
+changes a registered subscription: a difference is shown on the group's page instead.
+
 One cluster is synced by one process at a time: a sync claims the cluster's lease (``Cluster.sync_started_at``)
 with a conditional UPDATE and gives it back when done; a second sync finds it taken and does nothing.
 """
@@ -29,9 +34,10 @@ from django.utils.translation import gettext as _
 from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE
 from monitor.remoting.codes import ResponseCode
 from monitor.remoting.errors import RemotingClientError, RemotingError
-from portal.models import Broker, Cluster, ConsumerGroup, Origin, RegistryState, Topic
-from portal.services import audit, cluster_ops
+from portal.models import Broker, Cluster, ConsumerGroup, Origin, RegistryState, Subscription, Topic
+from portal.services import audit, cluster_ops, subscriptions
 from portal.validation import is_system_group, is_system_topic
+from stats.queries.clients import latest_clients
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +64,8 @@ class SyncReport:
     missing_groups: list[str] = field(default_factory=list)
     restored_topics: list[str] = field(default_factory=list)
     restored_groups: list[str] = field(default_factory=list)
+    # Imported groups whose subscriptions were registered from what their clients report.
+    subscribed_groups: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -75,6 +83,7 @@ class SyncReport:
             "missing_groups": len(self.missing_groups),
             "restored_topics": len(self.restored_topics),
             "restored_groups": len(self.restored_groups),
+            "subscribed_groups": len(self.subscribed_groups),
             "errors": len(self.errors),
         }
 
@@ -164,6 +173,7 @@ def _sync(cluster: Cluster, report: SyncReport) -> None:
     groups = {name: {} for name in seen.groups}
     _reconcile(Topic, cluster, registered_topics, topics, report, "topic")
     _reconcile(ConsumerGroup, cluster, registered_groups, groups, report, "group")
+    report.subscribed_groups.extend(_import_subscriptions(cluster))
 
 
 def _read_masters(cluster: Cluster, masters: list[Broker], report: SyncReport) -> _Seen:
@@ -257,6 +267,60 @@ def _import(model, cluster: Cluster, unknown: dict[str, dict]) -> list[str]:
                 [audit.entry_for(None, action, entry, after=audit.snapshot(entry), cluster=cluster) for entry in batch]
             )
             imported.extend(entry.name for entry in batch)
+    return imported
+
+
+def _import_subscriptions(cluster: Cluster) -> list[str]:
+    """Register, for each active imported group with no subscription, what its clients report they subscribe;
+    audit each group changed. Returns the names of those groups."""
+    groups = {
+        group.name: group
+        for group in ConsumerGroup.objects.filter(
+            cluster=cluster, origin=Origin.IMPORTED, state=RegistryState.ACTIVE, subscriptions__isnull=True
+        )
+    }
+    if not groups:
+        return []
+    minute, clients = latest_clients(cluster.pk, groups, timezone.now())
+    topics = subscriptions.active_topics(cluster)
+    found = {
+        name: subscriptions.importable(subscriptions.compare({}, members, minute), topics)
+        for name, members in clients.items()
+    }
+    imported = []
+    names = sorted(name for name, subs in found.items() if subs)
+    for start in range(0, len(names), BATCH_SIZE):
+        pks = [groups[name].pk for name in names[start : start + BATCH_SIZE]]
+        with transaction.atomic():
+            # Locked, then checked again: a group given a subscription meanwhile keeps what it has.
+            locked = set(ConsumerGroup.objects.select_for_update().filter(pk__in=pks).values_list("pk", flat=True))
+            locked -= set(
+                Subscription.objects.filter(consumer_group_id__in=locked).values_list("consumer_group_id", flat=True)
+            )
+            batch = [name for name in names[start : start + BATCH_SIZE] if groups[name].pk in locked]
+            Subscription.objects.bulk_create(
+                [
+                    Subscription(consumer_group=groups[name], topic_id=topic_id, tag_expression=expression)
+                    for name in batch
+                    for topic_id, expression in sorted(found[name].items())
+                ]
+            )
+            entries = audit.for_snapshots(ConsumerGroup.objects.filter(pk__in=locked).order_by("name"))
+            audit.record_many(
+                [
+                    audit.entry_for(
+                        None,
+                        "consumergroup.subscriptions_imported",
+                        entry,
+                        before={**audit.snapshot(entry), "subscriptions": {}},
+                        after=audit.snapshot(entry),
+                        cluster=cluster,
+                        note=_("Registered from what the group's clients report."),
+                    )
+                    for entry in entries
+                ]
+            )
+            imported.extend(batch)
     return imported
 
 

@@ -29,6 +29,10 @@ class ClusterMinute(models.Model):
     brokers_down = models.IntegerField(default=0)
     requests = models.IntegerField(default=0)
     seconds = models.FloatField(null=True)
+    # True for a minute ``manage.py demo`` generated (its week of history), never measured: charts and the API
+    # label it, and a measured minute replaces it whole (stats.store.traffic.store_minute). Every row of the other
+    # minute tables belongs to its cluster's minute, so this one flag labels them all.
+    demo_history = models.BooleanField(default=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster_id", "minute"], name="clusterminute_unique")]
@@ -171,7 +175,8 @@ class GroupMinute(models.Model):
 
 class ClientMinute(models.Model):
     """One online consumer client of a group: its connection as the broker sees it, and the subscription it
-    reports itself (``{topic: expression}``; empty when it did not answer)."""
+    reports itself (``{topic: expression}``; empty when it did not answer) with each expression's type
+    (``expression_types``, ``{topic: "TAG" | "SQL92"}``; empty in rows collected before it was kept)."""
 
     cluster_id = models.IntegerField()
     group = models.CharField(max_length=255)
@@ -181,6 +186,7 @@ class ClientMinute(models.Model):
     language = models.CharField(max_length=16, blank=True)
     version = models.IntegerField(null=True)
     subscription = models.JSONField(default=dict)
+    expression_types = models.JSONField(default=dict)
     error = models.TextField(blank=True)
 
     class Meta:

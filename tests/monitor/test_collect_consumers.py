@@ -94,6 +94,7 @@ def test_online_clients_their_connections_and_subscriptions(registered, traffic_
     (client,) = ClientMinute.objects.filter(cluster_id=registered.pk, group=group)
     assert client.language == "CPP" and client.version > 0 and client.address.startswith("127.0.0.1:")
     assert client.subscription == {topic: "*", f"%RETRY%{group}": "*"} and client.error == ""
+    assert client.expression_types == {topic: "TAG", f"%RETRY%{group}": "TAG"}
     health = GroupMinute.objects.get(cluster_id=registered.pk, group=group)
     assert (health.clients, health.message_model, health.consume_type) == (1, "CLUSTERING", "CONSUME_PASSIVELY")
     assert health.subscription_consistent is True and health.blocked_queues == 0

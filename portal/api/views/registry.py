@@ -2,14 +2,17 @@
 owning team edits an entry's description; a portal admin gives an unowned (imported) entry a team. Everything that
 changes a cluster goes through applications, not through these endpoints."""
 
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
 
 from portal.api.permissions import CanChangeEntry, IsPortalAdmin
 from portal.api.serializers import (
     AdoptionSerializer,
+    ConsumerGroupDetailSerializer,
     ConsumerGroupSerializer,
     DescriptionSerializer,
     ProducerGroupSerializer,
@@ -19,6 +22,7 @@ from portal.api.views.base import ServiceViewSet
 from portal.filters import ConsumerGroupFilterSet, ProducerGroupFilterSet, TopicFilterSet
 from portal.models import ConsumerGroup, ProducerGroup, Topic
 from portal.services import registry
+from portal.services.subscriptions import current_group_subscriptions
 
 
 class RegistryEntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ServiceViewSet):
@@ -60,6 +64,17 @@ class ConsumerGroupViewSet(RegistryEntryViewSet):
     serializer_class = ConsumerGroupSerializer
     filterset_class = ConsumerGroupFilterSet
     permission_classes = [IsAuthenticated]
+
+    def get_serializer_class(self):
+        return ConsumerGroupDetailSerializer if self.action == "retrieve" else ConsumerGroupSerializer
+
+    def retrieve(self, request, pk=None):
+        """The group, with its registered subscriptions judged against what its online clients reported in the
+        latest collected minute (``subscription_check``): topics the clients subscribe but the registry lacks, other
+        expressions, registered topics no client subscribes, and clients subscribing unlike each other."""
+        group = self.get_object()
+        group.subscription_check = current_group_subscriptions(group, timezone.now())
+        return Response(self.get_serializer(group).data)
 
 
 class ProducerGroupViewSet(RegistryEntryViewSet):

@@ -17,6 +17,7 @@ from portal import access
 from portal.filters import ConsumerGroupFilterSet, TopicFilterSet
 from portal.models import Application, ApplicationState, ConsumerGroup, ProducerGroup, Subscription, Topic
 from portal.services import registry
+from portal.services.subscriptions import group_subscriptions
 from portal.web import monitoring
 from portal.web.entries import detail_url_name, entry_model, visible_entry
 from portal.web.forms import DescriptionForm, submitted
@@ -81,18 +82,19 @@ def consumer_group_list(request):
 def consumer_group_detail(request, pk):
     user = request.user
     group = visible_entry(ConsumerGroup, user, pk)
-    subscriptions = list(group.subscriptions.select_related("topic").order_by("topic__name"))
+    now = group_now(group.cluster_id, group.name, timezone.now())
+    check = group_subscriptions(group, now.minute, now.clients)
     window = monitoring.requested_window(request)
     warnings = warning_panel(user, group, window)
     context = {
         "group": group,
-        "subscriptions": subscriptions,
+        "subscriptions": check,
         "pending": _pending_applications(user, consumer_group=group),
         "can_change": access.can_change(user, group),
         "can_delete": access.can_apply_deletion_for(user, group.team),
         "window": window,
-        "charts": monitoring.group_charts(group, [sub.topic.name for sub in subscriptions], window, warnings.in_range),
-        "now": group_now(group.cluster_id, group.name, timezone.now()),
+        "charts": monitoring.group_charts(group, [topic.topic for topic in check.topics], window, warnings.in_range),
+        "now": now,
         "offset_moves": offset_moves(group.cluster_id, group.name, window.since),
         **warnings.context,
     }

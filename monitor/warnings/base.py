@@ -1,6 +1,6 @@
 """What every rule family is given (:class:`Context`: the cluster, the instant, its thresholds and which minutes
-were collected, and :meth:`Context.judging`, the one guard around judging a subject or a kind) and the wording
-helpers their summaries share."""
+were collected, and :meth:`Context.judging`, the one guard around judging a subject or a kind). Rules keep figures,
+never sentences: ``portal.services.warnings.summaries`` words them in each reader's language."""
 
 from __future__ import annotations
 
@@ -138,59 +138,6 @@ def chunks(values: Iterable, size: int = CHUNK) -> Iterator[list]:
         yield batch
 
 
-# --- wording ------------------------------------------------------------------------------------------------------
-
-
-def count(value: float) -> str:
-    """12345 -> "12,345"; 2.5 -> "2.5"."""
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.1f}"
-
-
-def plural(value: float, word: str, words: str | None = None) -> str:
-    """plural(1, "queue") -> "1 queue"; plural(3, "queue") -> "3 queues"."""
-    return f"{count(value)} {word if value == 1 else (words or word + 's')}"
-
-
-def duration(seconds: float) -> str:
-    """A span for people: "45 s", "6 min 40 s", "2 h 5 min", "3 d 4 h"."""
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, secs = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h" if hours else f"{days} d"
-
-
-def rate(per_second: float) -> str:
-    """Messages per second: "12.5/s" (below 10 with one decimal)."""
-    return f"{per_second:,.1f}/s" if per_second < 10 else f"{per_second:,.0f}/s"
-
-
-def size(value: float) -> str:
-    """Bytes for people: "512 B", "3.2 MiB"."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
-
-
-def listing(items: list[str], limit: int = 3) -> str:
-    """ "a, b and c"; beyond ``limit``: "a, b, c and 4 more"."""
-    if len(items) > limit:
-        return f"{', '.join(items[:limit])} and {len(items) - limit} more"
-    if len(items) <= 1:
-        return "".join(items)
-    return f"{', '.join(items[:-1])} and {items[-1]}"
-
-
 def iso(moment: dt.datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
 
@@ -200,11 +147,5 @@ __all__ = [
     "Context",
     "chunks",
     "cluster_rows",
-    "count",
-    "duration",
     "iso",
-    "listing",
-    "plural",
-    "rate",
-    "size",
 ]

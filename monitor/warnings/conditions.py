@@ -47,8 +47,10 @@ def parse_broker_subject(subject_name: str) -> tuple[str, int]:
 class Condition:
     """One unhealthy subject as seen now.
 
-    summary: English sentence(s) for a human, saying why (which queues, how far behind, how fast it is moving); it
-    is stored as written. details: the JSON-able numbers behind the summary (kept as the event's snapshot).
+    details: the JSON-able figures saying why (which queues, how far behind, how fast it is moving), kept on the
+    warning and as each event's snapshot; the summary people read is worded from the kind and these figures, in
+    their language, by ``portal.services.warnings.summaries``. Rules set no ``summary``: it is only the text shown
+    for a condition whose details are not its kind's figures (one made by hand, by a script or a test).
     severity: a :class:`~portal.models.warnings.Severity` value; rules raise it to critical when a subject is
     far past its threshold or has stopped altogether.
     """
@@ -56,7 +58,7 @@ class Condition:
     kind: WarningKind
     subject_type: SubjectType
     subject_name: str
-    summary: str
+    summary: str = ""
     details: dict[str, Any] = dataclasses.field(default_factory=dict)
     severity: Severity = Severity.WARNING
 

@@ -31,16 +31,10 @@ from monitor.warnings.base import (
     Context,
     chunks,
     cluster_rows,
-    count,
-    duration,
     iso,
-    listing,
-    plural,
-    rate,
 )
 from monitor.warnings.conditions import Condition, Severity, SubjectType
 from portal.models.warnings import WarningKind
-from stats import keys
 from stats.models import (
     BlockedQueueMinute,
     ClientMinute,
@@ -321,35 +315,11 @@ def _lag_condition(
     produced_rate = produced / elapsed if produced is not None and elapsed else None
     change_per_minute = lag_change / (elapsed / 60) if lag_change is not None and elapsed else None
 
-    # Summary: how far, how long, what it is doing, where.
+    # How far, how long, what it is doing, where (the summary is worded from these figures).
     ordered = sorted(topics.items(), key=lambda item: -item[1].lag)
     ages = [t.age for t in topics.values() if t.age is not None]
     age = max(ages) if ages else None
     age_measured = all(t.age_measured for t in topics.values())
-    where = (
-        f"on {ordered[0][0]}"
-        if len(ordered) == 1
-        else f"on {len(ordered)} topics ({listing([f'{topic}: {count(t.lag)}' for topic, t in ordered])})"
-    )
-    text = f"{group} is {count(lag)} messages behind {where}"
-    if age is not None:
-        if age_measured:
-            text += f"; the oldest waiting message has waited {duration(age)}"
-        else:
-            text += f"; over {count(entry.params['messages'])} messages for at least {duration(age)}"
-    text += "."
-    if broadcasting:
-        text += " Broadcasting group: each client consumes every message, and this is its furthest-behind client."
-    carried = [topic for topic, t in ordered if t.measured_at != minute]
-    if carried:
-        text += f" Not read this minute for {listing(carried)} (a broker did not answer): the last reading stands."
-    text += " " + _state_text(
-        state, clients, consumed_rate, produced_rate, change_per_minute, lag, elapsed, pulled_last_minute
-    )
-    if now_queues:
-        named = [f"{q.topic} {q.broker_name}/{q.queue_id} ({count(q.lag)})" for q in now_queues]
-        text += f" Most behind: {listing(named)}."
-
     details = {
         "minute": iso(minute),
         "state": state,
@@ -388,44 +358,7 @@ def _lag_condition(
         "lagging_queues": len(now_queues),
     }
     severity = Severity.CRITICAL if state in (LagState.STOPPED, LagState.STALLED) else Severity.WARNING
-    return Condition(WarningKind.CONSUMER_LAG, GROUP, group, text, details, severity)
-
-
-def _state_text(
-    state: str,
-    clients: int | None,
-    consumed_rate: float | None,
-    produced_rate: float | None,
-    change_per_minute: float | None,
-    lag: int,
-    elapsed: float,
-    pulled_last_minute: int | None,
-) -> str:
-    if state == LagState.STOPPED:
-        return "Stopped: no consumer client is online, so nothing is consumed until one starts."
-    online = "clients could not be counted" if clients is None else f"{plural(clients, 'client')} online"
-    if state == LagState.STALLED:
-        if elapsed:
-            return f"Stalled: {online}, but the committed offsets have not moved in {duration(elapsed)}."
-        return f"Stalled: {online}, but nothing was pulled in the last minute."
-    if state == LagState.CATCHING_UP:
-        text = f"Slow but catching up: consuming {rate(consumed_rate or 0)}"
-        if produced_rate is not None:
-            text += f" while {rate(produced_rate)} arrive"
-        shrink = -(change_per_minute or 0)
-        text += f"; the backlog shrinks by {count(round(shrink))} a minute"
-        if shrink > 0:
-            text += f" and clears in about {duration(lag / shrink * 60)}"
-        return text + "."
-    if state == LagState.FALLING_BEHIND:
-        text = f"Falling behind: consuming {rate(consumed_rate or 0)}"
-        if produced_rate is not None:
-            text += f" while {rate(produced_rate)} arrive"
-        if change_per_minute is not None:
-            text += f"; the backlog grows by {count(round(change_per_minute))} a minute"
-        return text + "."
-    pulled = "" if pulled_last_minute is None else f", {rate(pulled_last_minute / 60)} pulled in the last minute"
-    return f"Consuming ({online}{pulled}); no trend yet, it only now passed the threshold."
+    return Condition(WarningKind.CONSUMER_LAG, GROUP, group, details=details, severity=severity)
 
 
 # --- blocked clients ----------------------------------------------------------------------------------------------
@@ -455,17 +388,6 @@ def blocked_conditions(ctx: Context) -> list[Condition]:
             if not _enabled(params) or not queues:
                 continue
             clients = sorted({q[4] for q in queues})
-            named = [
-                f"{topic} {broker_name}/{queue_id} on {client_id} ({count(cached)} cached"
-                + (f", {count(lag)} behind)" if lag else ")")
-                for _, topic, broker_name, queue_id, client_id, _, cached, lag in queues
-            ]
-            text = (
-                f"{plural(len(queues), 'queue')} of {group} not consumed for up to {duration(queues[0][0])} while "
-                f"messages wait, on {plural(len(clients), 'client')}: {listing(named)}. A consume callback is probably "
-                "stuck (a hung call, a lock, an endless loop); the client still holds the queues, so no other client "
-                "takes them over."
-            )
             details = {
                 "minute": iso(minute),
                 "threshold_seconds": params["seconds"],
@@ -487,7 +409,7 @@ def blocked_conditions(ctx: Context) -> list[Condition]:
                 ],
                 "blocked_queues": len(queues),
             }
-            conditions.append(Condition(WarningKind.CLIENT_BLOCKED, GROUP, group, text, details))
+            conditions.append(Condition(WarningKind.CLIENT_BLOCKED, GROUP, group, details=details))
     return conditions
 
 
@@ -514,22 +436,6 @@ def offset_moved_conditions(ctx: Context) -> list[Condition]:
             if not _enabled(ctx.params(WarningKind.OFFSET_MOVED, GROUP, group)):
                 continue
             queues = sorted(latest.get(group, {}).items())
-            named = []
-            for (topic, broker_name, queue_id), (requested, new, _) in queues:
-                effect = (
-                    f"{count(new - requested)} messages skipped"
-                    if new > requested
-                    else f"{count(requested - new)} messages to be consumed again"
-                )
-                named.append(
-                    f"{topic} {broker_name}/{queue_id}: asked for {count(requested)}, moved to {count(new)}, {effect}"
-                )
-            text = (
-                f"{group} asked for offsets outside the queues {plural(events_count, 'time')} in the last "
-                f"{duration(OFFSET_EVENT_WINDOW.total_seconds())} (OFFSET_MOVED_EVENT), the latest at "
-                f"{last:%H:%M:%S} UTC; the broker moved it: {listing(named)}. Messages may have been skipped or "
-                "will be consumed twice; check the committed offsets (a reset, a restored broker, expired messages)."
-            )
             details = {
                 "events": events_count,
                 "window_seconds": OFFSET_EVENT_WINDOW.total_seconds(),
@@ -545,8 +451,9 @@ def offset_moved_conditions(ctx: Context) -> list[Condition]:
                     }
                     for (topic, broker_name, queue_id), (requested, new, stored_at) in queues[:QUEUES_IN_DETAILS]
                 ],
+                "moved_queues": len(queues),
             }
-            conditions.append(Condition(WarningKind.OFFSET_MOVED, GROUP, group, text, details))
+            conditions.append(Condition(WarningKind.OFFSET_MOVED, GROUP, group, details=details))
     return conditions
 
 
@@ -598,31 +505,16 @@ def subscription_conditions(ctx: Context, health: dict[str, _Health]) -> list[Co
     conditions = []
     for group, moment in sorted(judged.items()):
         with ctx.judging(WarningKind.SUBSCRIPTION_MISMATCH, GROUP, group):
-            members = sorted(clients.get(group, []))
-            alike: dict[tuple, list[str]] = defaultdict(list)
-            for client_id, subscription, _ in members:
-                shown = tuple(sorted((t, e) for t, e in subscription.items() if not keys.is_group_topic(t)))
-                alike[shown].append(client_id)
-            parts = []
-            for subscription, ids in sorted(alike.items(), key=lambda item: (-len(item[1]), item[0])):
-                what = ", ".join(f"{topic} ({expression})" for topic, expression in subscription) or "nothing"
-                parts.append(f"{plural(len(ids), 'client')} ({listing(ids, 2)}) to {what}")
-            text = (
-                f"The clients of {group} subscribe differently: {'; '.join(parts)}. Rebalancing spreads every "
-                "subscribed topic's queues over all clients, so messages go to clients that do not subscribe to them "
-                "(and are filtered away) and some queues are never consumed. Give every client of a group the same "
-                "subscription."
-            )
-            if moment != minute:
-                text += f" (Clients not all reachable this minute; verdict of {moment:%H:%M} UTC.)"
+            members = sorted(clients.get(group, []), key=lambda member: member[0])
             details = {
                 "minute": iso(moment),
+                "verdict_carried": moment != minute,  # not all clients reachable now: an earlier minute's verdict
                 "clients": [
                     {"client_id": client_id, "subscription": subscription, "error": error}
                     for client_id, subscription, error in members
                 ],
             }
-            conditions.append(Condition(WarningKind.SUBSCRIPTION_MISMATCH, GROUP, group, text, details))
+            conditions.append(Condition(WarningKind.SUBSCRIPTION_MISMATCH, GROUP, group, details=details))
     return conditions
 
 
@@ -659,14 +551,6 @@ def failure_conditions(ctx: Context) -> list[Condition]:
             if not _enabled(params) or total < params["retries_per_hour"]:
                 continue
             ordered = sorted(topics.items(), key=lambda item: -item[1])
-            span = "the last hour" if covered >= 60 else f"the last hour ({covered} of its minutes collected)"
-            text = (
-                f"{group} sent {count(total)} messages back for retry in {span} "
-                f"({listing([f'{topic}: {count(n)}' for topic, n in ordered])}), "
-                f"{count(latest.get(group, 0))} in the latest minute: its consumer returned RECONSUME_LATER or threw "
-                f"for them. They come back through {keys.retry_topic(group)} and, retried too often, end in "
-                f"{keys.dlq_topic(group)}."
-            )
             details = {
                 "minute": iso(minute),
                 "sent_back": total,
@@ -675,7 +559,7 @@ def failure_conditions(ctx: Context) -> list[Condition]:
                 "threshold": params["retries_per_hour"],
                 "topics": dict(ordered),
             }
-            conditions.append(Condition(WarningKind.CONSUME_FAILURES, GROUP, group, text, details))
+            conditions.append(Condition(WarningKind.CONSUME_FAILURES, GROUP, group, details=details))
     return conditions
 
 
@@ -735,14 +619,7 @@ def dead_letter_conditions(ctx: Context, health: dict[str, _Health]) -> list[Con
             params = ctx.params(WarningKind.DEAD_LETTERS, GROUP, group)
             if not _enabled(params) or total < params["messages_per_hour"]:
                 continue
-            dlq = keys.dlq_topic(group)
             overall = totals.get(group)
-            text = (
-                f"{plural(total, 'message')} of {group} reached its dead-letter queue {dlq} in the last hour "
-                f"(the latest at {last:%H:%M} UTC"
-                + (f"; {count(overall)} there in all" if overall is not None else "")
-                + "): they failed every retry and will not be consumed again unless someone resends them."
-            )
             details = {
                 "minute": iso(minute),
                 "dead_letters": total,
@@ -750,5 +627,5 @@ def dead_letter_conditions(ctx: Context, health: dict[str, _Health]) -> list[Con
                 "last_minute": iso(last),
                 "threshold": params["messages_per_hour"],
             }
-            conditions.append(Condition(WarningKind.DEAD_LETTERS, GROUP, group, text, details))
+            conditions.append(Condition(WarningKind.DEAD_LETTERS, GROUP, group, details=details))
     return conditions

@@ -18,7 +18,7 @@ from collections import defaultdict
 
 from django.db.models import Max
 
-from monitor.warnings.base import Context, cluster_rows, duration, iso, listing, plural, size
+from monitor.warnings.base import Context, cluster_rows, iso
 from monitor.warnings.conditions import Condition, Severity, SubjectType, broker_subject
 from portal.models import Broker
 from portal.models.warnings import WarningKind
@@ -90,19 +90,6 @@ def nameserver_conditions(ctx: Context) -> dict[str, list[Condition]]:
         with ctx.judging(WarningKind.NAMESERVER_DOWN, SubjectType.NAMESERVER, address):
             probe = probes[address][-1]
             everything = len(down) == len(judged)
-            text = (
-                f"Name server {address} has not answered for {duration(_down_for((first, rounds), latest))}: "
-                f"{plural(rounds, 'probe round')} of {plural(probe['attempts'], 'quick attempt')} each failed "
-                f"({probe['error'] or 'no answer'})."
-            )
-            if everything:
-                text += (
-                    " No name server of the cluster answers: clients cannot refresh topic routes, new clients cannot "
-                    "start, and brokers cannot register."
-                )
-            else:
-                others = [a for a in judged if a not in down]
-                text += f" Clients fall back on {listing(others)}."
             details = {
                 "address": address,
                 "down_since": iso(first),
@@ -112,10 +99,13 @@ def nameserver_conditions(ctx: Context) -> dict[str, list[Condition]]:
                 "latest_probe": iso(latest),
                 "grace_seconds": params["grace_seconds"],
                 "all_down": everything,
+                "answering": [a for a in judged if a not in down],  # the name servers clients fall back on
             }
             severity = Severity.CRITICAL if everything else Severity.WARNING
             conditions.append(
-                Condition(WarningKind.NAMESERVER_DOWN, SubjectType.NAMESERVER, address, text, details, severity)
+                Condition(
+                    WarningKind.NAMESERVER_DOWN, SubjectType.NAMESERVER, address, details=details, severity=severity
+                )
             )
     return {WarningKind.NAMESERVER_DOWN: conditions}
 
@@ -193,24 +183,10 @@ def _down_condition(
     probe = rows[-1]
     first, rounds = run
     master = broker_id == MASTER_ID
-    role = _role(broker_id, rows, registered_role)
-    text = (
-        f"Broker {broker_subject(name, broker_id)} ({role}, {probe['address']}) has not answered "
-        f"for {duration(_down_for(run, latest))}: {plural(rounds, 'probe round')} of "
-        f"{plural(probe['attempts'], 'quick attempt')} each failed ({probe['error'] or 'no answer'})."
-    )
-    if not probe["listed"]:
-        text += " The name servers no longer list it."
-    if master:
-        text += (
-            f" {name} takes no new messages (producers send to the other masters) and its messages can only be read "
-            "from its slave, if it has one."
-        )
-    else:
-        text += f" Consumers it served read from the master of {name} again; {name} has no copy while it is down."
     details = {
         "broker_name": name,
         "broker_id": broker_id,
+        "role": _role(broker_id, rows, registered_role),
         "address": probe["address"],
         "listed": probe["listed"],
         "down_since": iso(first),
@@ -222,7 +198,7 @@ def _down_condition(
     }
     severity = Severity.CRITICAL if master else Severity.WARNING
     return Condition(
-        WarningKind.BROKER_DOWN, SubjectType.BROKER, broker_subject(name, broker_id), text, details, severity
+        WarningKind.BROKER_DOWN, SubjectType.BROKER, broker_subject(name, broker_id), details=details, severity=severity
     )
 
 
@@ -252,25 +228,13 @@ def _slave_lag_condition(
         None,
     )
     subject = broker_subject(name, broker_id)
-    text = (
-        f"Slave {subject} ({slave['address']}) is {size(behind)} of commit log behind its master "
-        f"{broker_subject(name, MASTER_ID)} ({master['address']})"
-    )
     change = None
     if previous is not None:
         minutes = (slave["minute"] - previous[0]) / MINUTE
         change = (behind - previous[1]) / minutes
-        if change > 0:
-            text += f", and falls further behind by {size(change)} a minute"
-        elif change < 0:
-            text += f", catching up by {size(-change)} a minute (about {duration(behind / -change * 60)} to go)"
-        else:
-            text += ", neither catching up nor falling further behind"
-    text += (
-        f" (threshold {size(params['bytes'])}). Messages not yet copied are lost if the master's disk is, a "
-        "SYNC_MASTER answers SLAVE_NOT_AVAILABLE meanwhile, and consumers sent to the slave read stale data."
-    )
     details = {
+        "address": slave["address"],
+        "master_address": master["address"],
         "behind_bytes": behind,
         "master_commit_log_max_offset": master["commit_log_max_offset"],
         "slave_commit_log_max_offset": slave["commit_log_max_offset"],
@@ -279,4 +243,4 @@ def _slave_lag_condition(
         "threshold_bytes": params["bytes"],
     }
     severity = Severity.WARNING
-    return Condition(WarningKind.SLAVE_LAG, SubjectType.BROKER, subject, text, details, severity)
+    return Condition(WarningKind.SLAVE_LAG, SubjectType.BROKER, subject, details=details, severity=severity)

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 
 from django.db.models import Sum
 
-from monitor.warnings.base import Context, chunks, cluster_rows, count, duration, iso, listing, plural
+from monitor.warnings.base import Context, chunks, cluster_rows, iso
 from monitor.warnings.conditions import Condition, SubjectType
 from portal.models import ProducerGroup
 from portal.models.warnings import WarningKind
@@ -85,14 +85,6 @@ def _condition(
             brokers_of[name].add(broker_name)
     clients = sorted({row[1] for row in rows})
     topics = sorted({row[0] for row in rows})
-    named = [f"{name} ×{count(n)} ({', '.join(sorted(brokers_of[name]))})" for name, n in by_exception.most_common()]
-    window = duration(int(params["window_minutes"]) * 60)
-    text = (
-        f"{plural(failed, 'send')} of {group} failed in the last {window}"
-        + (f" ({failed / sent:.1%} of {count(sent)})" if sent else "")
-        + f": {listing(named)}, on {listing(topics)}, from {plural(len(clients), 'client')} ({listing(clients)}). "
-        "The application saw these exceptions; unless it retried them, those messages were not stored."
-    )
     details = {
         "window_minutes": int(params["window_minutes"]),
         "since": iso(start),
@@ -105,4 +97,4 @@ def _condition(
         "last_failure_minute": iso(max(row[3] for row in rows)),
         "threshold": params["exceptions"],
     }
-    return Condition(WarningKind.PRODUCE_ERRORS, GROUP, group, text, details)
+    return Condition(WarningKind.PRODUCE_ERRORS, GROUP, group, details=details)

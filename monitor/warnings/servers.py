@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from monitor.collect.servers import broker_hosts
 from monitor.models import ServerAccess
-from monitor.warnings.base import Context, count, duration, iso, listing, size
+from monitor.warnings.base import Context, iso
 from monitor.warnings.conditions import Condition, SubjectType
 from portal.models.warnings import WarningKind
 from stats.models import SERVER_SLOT, ServerDiskSample, ServerSample
@@ -65,8 +65,8 @@ def evaluate(ctx: Context) -> dict[str, list[Condition]]:
     return results
 
 
-def _condition(kind: str, host: str, text: str, reading: dict, **details) -> Condition:
-    return Condition(kind, SERVER, host, f"{host}: {text}", {"host": host, "minute": iso(reading["minute"]), **details})
+def _condition(kind: str, host: str, reading: dict, **details) -> Condition:
+    return Condition(kind, SERVER, host, details={"host": host, "minute": iso(reading["minute"]), **details})
 
 
 def _cpu(host: str, rows: list[dict], disks: list[dict], params: dict) -> Condition | None:
@@ -74,21 +74,15 @@ def _cpu(host: str, rows: list[dict], disks: list[dict], params: dict) -> Condit
     if len(recent) < CPU_SAMPLES or any(row["cpu_percent"] < params["percent"] for row in recent):
         return None
     latest = recent[0]
-    span = duration((recent[0]["minute"] - recent[-1]["minute"] + SERVER_SLOT).total_seconds())
-    text = (
-        f"CPU {latest['cpu_percent']:.0f}% busy"
-        + (f" ({latest['cpu_iowait_percent']:.0f}% waiting for I/O)" if latest["cpu_iowait_percent"] else "")
-        + f", over {params['percent']:g}% in the last {len(recent)} readings ({span})"
-        + (f"; load {latest['load1']:.2f}" if latest["load1"] is not None else "")
-        + ". Busy CPUs slow every send and pull the brokers on this host answer."
-    )
     return _condition(
         WarningKind.SERVER_CPU,
         host,
-        text,
         latest,
         cpu_percent=[row["cpu_percent"] for row in recent],
         cpu_iowait_percent=latest["cpu_iowait_percent"],
+        # the readings over the threshold cover this long, up to the end of the latest one's slot
+        span_seconds=(recent[0]["minute"] - recent[-1]["minute"] + SERVER_SLOT).total_seconds(),
+        load1=latest["load1"],
         threshold_percent=params["percent"],
     )
 
@@ -100,16 +94,9 @@ def _memory(host: str, rows: list[dict], disks: list[dict], params: dict) -> Con
     percent = 100.0 * latest["mem_used"] / latest["mem_total"]
     if percent < params["percent"]:
         return None
-    text = f"memory {percent:.0f}% used ({size(latest['mem_used'])} of {size(latest['mem_total'])})"
-    if latest["swap_used"]:
-        text += f", {size(latest['swap_used'])} swapped out"
-    text += (
-        ". The brokers' page cache (the recent messages consumers read) shrinks, and pulls go to disk or to the slave."
-    )
     return _condition(
         WarningKind.SERVER_MEMORY,
         host,
-        text,
         latest,
         used_percent=percent,
         mem_used=latest["mem_used"],
@@ -129,15 +116,9 @@ def _disk(host: str, rows: list[dict], disks: list[dict], params: dict) -> Condi
     if not full:
         return None
     full.sort(key=lambda item: -item[0])
-    named = [f"{disk['mount']} {percent:.0f}% used ({size(disk['available'])} free)" for percent, disk in full]
-    text = (
-        f"{listing(named)}. A broker deletes old commit-log files early past 75% (diskMaxUsedSpaceRatio) and "
-        "refuses new messages past 90% (diskSpaceWarningLevelRatio)."
-    )
     return _condition(
         WarningKind.SERVER_DISK,
         host,
-        text,
         rows[0],
         mounts={
             disk["mount"]: {"used_percent": percent, "used": disk["used"], "available": disk["available"]}
@@ -151,20 +132,14 @@ def _load(host: str, rows: list[dict], disks: list[dict], params: dict) -> Condi
     latest = rows[0]
     if latest["load1"] is None or latest["load1"] < params["load1"]:
         return None
-    text = (
-        f"load average {latest['load1']:.2f} (5 min {latest['load5'] or 0:.2f}, 15 min {latest['load15'] or 0:.2f}), "
-        f"at or over {params['load1']:g}"
-        + (f"; CPU {latest['cpu_percent']:.0f}% busy" if latest["cpu_percent"] is not None else "")
-        + ". Processes wait for CPU or disk: broker requests queue up."
-    )
     return _condition(
         WarningKind.SERVER_LOAD,
         host,
-        text,
         latest,
         load1=latest["load1"],
         load5=latest["load5"],
         load15=latest["load15"],
+        cpu_percent=latest["cpu_percent"],
         threshold=params["load1"],
     )
 
@@ -173,16 +148,9 @@ def _tcp(host: str, rows: list[dict], disks: list[dict], params: dict) -> Condit
     latest = rows[0]
     if latest["tcp_established"] is None or latest["tcp_established"] < params["established"]:
         return None
-    text = (
-        f"{count(latest['tcp_established'])} established TCP connections (threshold {count(params['established'])})"
-        + (f", {count(latest['tcp_time_wait'])} in TIME_WAIT" if latest["tcp_time_wait"] is not None else "")
-        + (f", {count(latest['tcp_total'])} sockets in all" if latest["tcp_total"] is not None else "")
-        + ". Clients may be reconnecting in a loop or leaking connections."
-    )
     return _condition(
         WarningKind.SERVER_TCP,
         host,
-        text,
         latest,
         established=latest["tcp_established"],
         time_wait=latest["tcp_time_wait"],

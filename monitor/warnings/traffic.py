@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q, Sum
 
-from monitor.warnings.base import Context, chunks, cluster_rows, count, duration, iso, plural
+from monitor.warnings.base import Context, chunks, cluster_rows, iso
 from monitor.warnings.conditions import Condition, SubjectType
 from portal.models.warnings import WarningKind
 from stats.models import TopicMinute
@@ -137,30 +137,10 @@ def _details(rates: _Rates, params: dict, minute: dt.datetime) -> dict:
 def _surge(topic: str, rates: _Rates, params: dict, minute: dt.datetime) -> Condition | None:
     if rates.recent < params["min_per_minute"] or rates.recent <= params["factor"] * rates.baseline:
         return None
-    recent = f"{count(round(rates.recent))} messages a minute over the last {plural(rates.recent_minutes, 'minute')}"
-    window = duration(int(params["baseline_minutes"]) * 60)
-    if rates.baseline:
-        compared = (
-            f"{rates.recent / rates.baseline:.1f} times its baseline of {count(round(rates.baseline))} a minute "
-            f"over the {window} before"
-        )
-    else:
-        compared = f"up from nothing in the {window} before"
-    text = (
-        f"{topic} is receiving {recent}, {compared}. Check its producers (a retry storm, a backfill, a loop) and "
-        "whether its consumers keep up."
-    )
-    return Condition(WarningKind.TRAFFIC_SURGE, TOPIC, topic, text, _details(rates, params, minute))
+    return Condition(WarningKind.TRAFFIC_SURGE, TOPIC, topic, details=_details(rates, params, minute))
 
 
 def _drop(topic: str, rates: _Rates, params: dict, minute: dt.datetime) -> Condition | None:
     if rates.baseline < params["min_baseline_per_minute"] or rates.recent >= params["factor"] * rates.baseline:
         return None
-    fell = 100 * (1 - rates.recent / rates.baseline)
-    text = (
-        f"{topic} is receiving {count(round(rates.recent))} messages a minute over the last "
-        f"{plural(rates.recent_minutes, 'minute')}, {fell:.0f}% less than its baseline of "
-        f"{count(round(rates.baseline))} a minute over the {duration(int(params['baseline_minutes']) * 60)} before. "
-        "A producer may have stopped or be failing to send."
-    )
-    return Condition(WarningKind.TRAFFIC_DROP, TOPIC, topic, text, _details(rates, params, minute))
+    return Condition(WarningKind.TRAFFIC_DROP, TOPIC, topic, details=_details(rates, params, minute))

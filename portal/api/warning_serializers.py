@@ -6,12 +6,18 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.models import Channel, ChannelKind, Cluster, Delivery, Mute, SubjectType, Warning, WarningEvent, WarningKind
-from portal.services.warnings import channels
+from portal.services.warnings import channels, summaries
+
+SUMMARY_HELP = _(
+    "Worded from details in the language of the request (signed in to the portal: the user's own; with a token: "
+    "Accept-Language, else English); details holds the figures themselves."
+)
 
 
 class WarningSerializer(serializers.ModelSerializer):
     cluster_name = serializers.CharField(source="cluster.name", read_only=True)
     acknowledged_by = serializers.CharField(source="acknowledged_by.username", read_only=True, allow_null=True)
+    summary = serializers.SerializerMethodField(help_text=SUMMARY_HELP)
 
     class Meta:
         model = Warning
@@ -40,12 +46,20 @@ class WarningSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
+    def get_summary(self, warning) -> str:
+        return summaries.of_warning(warning)
+
 
 class WarningEventSerializer(serializers.ModelSerializer):
+    summary = serializers.SerializerMethodField(help_text=SUMMARY_HELP)
+
     class Meta:
         model = WarningEvent
         fields = ["id", "transition", "at", "summary", "snapshot"]
         read_only_fields = fields
+
+    def get_summary(self, event) -> str:
+        return summaries.of_event(event)
 
 
 class DeliverySerializer(serializers.ModelSerializer):

@@ -11,6 +11,7 @@ from monitor.models import ServerAccess
 from monitor.warnings import evaluate
 from portal.models import Broker, Cluster, NameServer, ProducerGroup, Team, Topic
 from portal.models.warnings import Severity, SubjectType, WarningKind
+from portal.services.warnings.lifecycle import stored_summary
 from stats.histogram import Histogram
 from stats.models import BrokerProbe, NameServerProbe, ProducerMinute
 from stats.store.health import store_probes
@@ -97,7 +98,7 @@ def test_send_exceptions_reported_by_the_sdk_in_the_window_are_produce_errors(cl
     assert set(errors) == {"pg_orders"}
     condition = errors["pg_orders"]
     assert condition.subject_type == SubjectType.PRODUCER_GROUP
-    assert condition.summary.startswith(
+    assert stored_summary(condition).startswith(
         "10 sends of pg_orders failed in the last 5 min (3.3% of 300): RemotingTimeoutException ×7 (broker-b) and "
         "MQBrokerException ×3 (broker-a), on TopicOrders, from 2 clients (10.2.0.1@4711 and 10.2.0.2@99)."
     )
@@ -155,11 +156,11 @@ def test_a_topic_well_over_its_own_baseline_is_a_surge_and_far_under_it_a_drop(c
 
     assert set(surges) == {"TopicSurge"} and set(drops) == {"TopicDrop", "TopicGone"}
     assert surges["TopicSurge"].subject_type == SubjectType.TOPIC
-    assert surges["TopicSurge"].summary.startswith(
+    assert stored_summary(surges["TopicSurge"]).startswith(
         "TopicSurge is receiving 3,001 messages a minute over the last 3 minutes, 3.0 times its baseline of 1,000 a "
         "minute over the 1 h before."
     )
-    assert drops["TopicGone"].summary.startswith(
+    assert stored_summary(drops["TopicGone"]).startswith(
         "TopicGone is receiving 0 messages a minute over the last 3 minutes, 100% less than its baseline of 500 a "
         "minute over the 1 h before."
     )
@@ -251,13 +252,13 @@ def test_one_failed_probe_round_is_not_an_alarm_two_in_a_row_are(cluster):
 
     broker = found(cluster, WarningKind.BROKER_DOWN)["broker-a@0"]
     assert broker.subject_type == SubjectType.BROKER and broker.severity == Severity.CRITICAL
-    assert broker.summary.startswith(
+    assert stored_summary(broker).startswith(
         f"Broker broker-a@0 (ASYNC_MASTER, {HOST}:10911) has not answered for 2 min: 2 probe rounds of 3 quick "
         "attempts each failed (no answer in 2 s). The name servers no longer list it."
     )
     name_server = found(cluster, WarningKind.NAMESERVER_DOWN)[NAMESRV_B]
     assert name_server.severity == Severity.WARNING
-    assert name_server.summary == (
+    assert stored_summary(name_server) == (
         f"Name server {NAMESRV_B} has not answered for 2 min: 2 probe rounds of 3 quick attempts each failed "
         f"(connection refused). Clients fall back on {NAMESRV_A}."
     )
@@ -300,7 +301,7 @@ def test_a_slave_behind_its_masters_commit_log_by_more_than_the_threshold_is_lag
 
     lagging = found(cluster, WarningKind.SLAVE_LAG)["broker-a@1"]
 
-    assert lagging.summary.startswith(
+    assert stored_summary(lagging).startswith(
         f"Slave broker-a@1 ({HOST}:10912) is 200.0 MiB of commit log behind its master broker-a@0 ({HOST}:10911), "
         "and falls further behind by 80.0 MiB a minute (threshold 100.0 MiB)."
     )
@@ -368,12 +369,14 @@ def test_server_readings_over_their_thresholds_are_conditions_of_the_host(cluste
         WarningKind.SERVER_TCP,
     }
     assert all(c.subject_name == HOST for c in by_kind.values())
-    assert by_kind[WarningKind.SERVER_CPU].summary.startswith(
+    assert stored_summary(by_kind[WarningKind.SERVER_CPU]).startswith(
         f"{HOST}: CPU 97% busy (4% waiting for I/O), over 90% in the last 2 readings (10 min); load 12.50."
     )
-    assert by_kind[WarningKind.SERVER_MEMORY].summary.startswith(f"{HOST}: memory 94% used (60.0 GiB of 64.0 GiB).")
-    assert by_kind[WarningKind.SERVER_DISK].summary.startswith(f"{HOST}: /data 93% used (70.0 GiB free).")
-    assert by_kind[WarningKind.SERVER_TCP].summary.startswith(
+    assert stored_summary(by_kind[WarningKind.SERVER_MEMORY]).startswith(
+        f"{HOST}: memory 94% used (60.0 GiB of 64.0 GiB)."
+    )
+    assert stored_summary(by_kind[WarningKind.SERVER_DISK]).startswith(f"{HOST}: /data 93% used (70.0 GiB free).")
+    assert stored_summary(by_kind[WarningKind.SERVER_TCP]).startswith(
         f"{HOST}: 12,000 established TCP connections (threshold 10,000), 300 in TIME_WAIT, 12,500 sockets in all."
     )
     assert by_kind[WarningKind.SERVER_LOAD].details["load1"] == 12.5

@@ -26,6 +26,7 @@ from rocketmq.exceptions import ProducerSendSyncFailed
 import portal.tasks  # noqa: F401  (registers the delivery task reconcile enqueues, run eagerly with a live server)
 from monitor.collect.probe import probe_cluster
 from monitor.collect.servers import collect_server_stats
+from monitor.launcher.sshd import SSH_USER
 from monitor.models import ServerAccess
 from monitor.remoting.admin import MQAdmin
 from monitor.remoting.body import SubscriptionGroupConfig, TopicConfig
@@ -39,8 +40,8 @@ from portal.models import Broker, Cluster, ConsumerGroup, NameServer, ProducerGr
 from portal.models.warnings import Severity, Transition, WarningKind
 from portal.services import producer_tokens
 from portal.services.cluster_ops import discover_brokers
+from portal.services.warnings.lifecycle import stored_summary
 from stats.models import SERVER_SLOT, BlockedQueueMinute, ServerSample
-from tests.monitor.conftest import SSH_USER
 from tests.monitor.traffic_helpers import OPTIONS, WAIT, collect, plan, running, wait_for
 from tests.monitor.warning_audience import reconcile_and_deliver
 from tests.monitor.warning_rows import admin_user, default_threshold, override_threshold
@@ -121,8 +122,9 @@ def test_a_lagging_consumer_is_reported_catching_up_then_stopped_and_resolved_on
 
         lag = conditions(registered, minute(start, 1), LAG)[group]
         assert lag.details["state"] == "catching_up" and lag.severity == Severity.WARNING
-        assert lag.summary.startswith(f"{group} is {lag.details['lag']:,} messages behind on {topic}; the oldest ")
-        assert "Slow but catching up: consuming " in lag.summary and " Most behind: TopicWarnLag broker-" in lag.summary
+        summary = stored_summary(lag)
+        assert summary.startswith(f"{group} is {lag.details['lag']:,} messages behind on {topic}; the oldest ")
+        assert "Slow but catching up: consuming " in summary and " Most behind: TopicWarnLag broker-" in summary
         assert lag.details["consumed_per_second"] > 0 and lag.details["lag_change_per_minute"] < 0
         assert reconciled(registered, minute(start, 1), LAG, group) == [FIRED]
         assert audience.heard(LAG, group) == audience.told(LAG, FIRED)
@@ -131,7 +133,7 @@ def test_a_lagging_consumer_is_reported_catching_up_then_stopped_and_resolved_on
     collect(registered, minute(start, 2))
     lag = conditions(registered, minute(start, 2), LAG)[group]
     assert lag.details["state"] == "stopped" and lag.severity == Severity.CRITICAL
-    assert "Stopped: no consumer client is online" in lag.summary
+    assert "Stopped: no consumer client is online" in stored_summary(lag)
     assert reconciled(registered, minute(start, 2), LAG, group) == []
     assert audience.heard(LAG, group) == audience.told(LAG, FIRED)
 
@@ -169,12 +171,13 @@ def test_a_hung_consumer_is_blocked_and_stalled_and_both_clear_when_it_is_gone(
         collect(registered, minute(start, 1))
 
         blocked = conditions(registered, minute(start, 1), BLOCKED)[group]
-        assert blocked.summary.startswith(f"{blocked.details['blocked_queues']} queue")
-        assert f" of {group} not consumed for up to " in blocked.summary and f"{topic} broker-" in blocked.summary
+        summary = stored_summary(blocked)
+        assert summary.startswith(f"{blocked.details['blocked_queues']} queue")
+        assert f" of {group} not consumed for up to " in summary and f"{topic} broker-" in summary
         assert all(q["blocked_seconds"] > 30 for q in blocked.details["queues"])
         lag = conditions(registered, minute(start, 1), LAG)[group]
         assert lag.details["state"] == "stalled" and lag.severity == Severity.CRITICAL
-        assert "Stalled: 1 client online, but the committed offsets have not moved in 1 min." in lag.summary
+        assert "Stalled: 1 client online, but the committed offsets have not moved in 1 min." in stored_summary(lag)
         assert reconciled(registered, minute(start, 1), BLOCKED, group) == [FIRED]
         assert audience.heard(BLOCKED, group) == audience.told(BLOCKED, FIRED)
         assert audience.heard(LAG, group) == audience.told(LAG, FIRED)
@@ -209,11 +212,11 @@ def test_a_stopped_broker_is_down_after_the_grace_period_and_up_again_when_resta
             probe_cluster(cluster, now=minute(start, 1))
             down = conditions(cluster, minute(start, 1), DOWN)
             assert set(down) == {"broker-b@0"} and down["broker-b@0"].severity == Severity.CRITICAL
-            assert down["broker-b@0"].summary.startswith(
+            assert stored_summary(down["broker-b@0"]).startswith(
                 f"Broker broker-b@0 (ASYNC_MASTER, {sandbox.broker('broker-b').addr}) has not answered for 2 min: "
                 "2 probe rounds of 3 quick attempts each failed ("
             )
-            assert "The name servers no longer list it." in down["broker-b@0"].summary
+            assert "The name servers no longer list it." in stored_summary(down["broker-b@0"])
             assert reconciled(cluster, minute(start, 1), DOWN, "broker-b@0") == [FIRED]
             assert audience.heard(DOWN, "broker-b@0") == audience.told(DOWN, FIRED)
 
@@ -249,9 +252,9 @@ def test_a_slave_that_stops_copying_falls_behind_and_catches_up_again(
     behind = master.store.commit_log_max_offset - slave.store.commit_log_max_offset
     assert lagging.details["behind_bytes"] == behind
     assert lagging.details["master_commit_log_max_offset"] == master.store.commit_log_max_offset
-    assert lagging.summary.startswith(f"Slave broker-a@1 ({slave.addr}) is ")
+    assert stored_summary(lagging).startswith(f"Slave broker-a@1 ({slave.addr}) is ")
     assert f" of commit log behind its master broker-a@0 ({master.addr}), neither catching up nor falling" in (
-        lagging.summary
+        stored_summary(lagging)
     )
     assert reconciled(registered, minute(start, 1), SLAVE, "broker-a@1") == [FIRED]
     assert audience.heard(SLAVE, "broker-a@1") == audience.told(SLAVE, FIRED)
@@ -283,9 +286,9 @@ def test_a_consumer_asking_for_an_offset_past_the_queue_is_an_offset_error_for_t
     collect(registered, minute(start, 0))
 
     moved = conditions(registered, minute(start, 0), MOVED)[group]
-    assert moved.summary.startswith(f"{group} asked for offsets outside the queues 1 time in the last 10 min ")
+    assert stored_summary(moved).startswith(f"{group} asked for offsets outside the queues 1 time in the last 10 min ")
     assert f"the broker moved it: {topic} broker-a/0: asked for 1,000, moved to 0, 1,000 messages to be consumed " in (
-        moved.summary
+        stored_summary(moved)
     )
     assert reconciled(registered, minute(start, 0), MOVED, group) == [FIRED]
     assert audience.heard(MOVED, group) == audience.told(MOVED, FIRED)
@@ -323,11 +326,14 @@ def test_a_failing_consumers_retries_and_first_dead_letters_are_reported_until_a
 
     failures = conditions(registered, minute(start, 1), RETRIES)[group]
     assert failures.details["sent_back"] >= 10
-    assert failures.summary.startswith(f"{group} sent {failures.details['sent_back']:,} messages back for retry in ")
-    assert f"They come back through %RETRY%{group} and, retried too often, end in %DLQ%{group}." in failures.summary
+    summary = stored_summary(failures)
+    assert summary.startswith(f"{group} sent {failures.details['sent_back']:,} messages back for retry in ")
+    assert f"They come back through %RETRY%{group} and, retried too often, end in %DLQ%{group}." in summary
     dead = conditions(registered, minute(start, 1), DEAD)[group]
     assert dead.details["dead_letters"] == dlq
-    assert dead.summary.startswith(f"{dlq} message{'s' if dlq != 1 else ''} of {group} reached its dead-letter queue ")
+    assert stored_summary(dead).startswith(
+        f"{dlq} message{'s' if dlq != 1 else ''} of {group} reached its dead-letter queue "
+    )
     assert reconciled(registered, minute(start, 1), DEAD, group) == [FIRED]
     assert audience.heard(DEAD, group) == audience.told(DEAD, FIRED)
     assert audience.heard(RETRIES, group) == audience.told(RETRIES, FIRED)
@@ -368,9 +374,9 @@ def test_clients_of_a_group_subscribing_differently_are_a_subscription_error_unt
         wait_for(lambda: master.consumers.get(group) and len(master.consumers.get(group).client_ids()) == 2)
         collect(registered, minute(start, 0))
         mismatch = conditions(registered, minute(start, 0), SPLIT)[group]
-        assert mismatch.summary.startswith(f"The clients of {group} subscribe differently: 1 client (")
-        assert ") to TopicWarnSplitA (*); 1 client (" in mismatch.summary
-        assert mismatch.summary.count(") to TopicWarnSplitB (*)") == 1
+        assert stored_summary(mismatch).startswith(f"The clients of {group} subscribe differently: 1 client (")
+        assert ") to TopicWarnSplitA (*); 1 client (" in stored_summary(mismatch)
+        assert stored_summary(mismatch).count(") to TopicWarnSplitB (*)") == 1
         assert reconciled(registered, minute(start, 0), SPLIT, group) == [FIRED]
         assert audience.heard(SPLIT, group) == audience.told(SPLIT, FIRED)
 
@@ -432,11 +438,11 @@ def test_a_producer_whose_sends_fail_is_reported_from_its_sdk_reports(
     assert (errors.details["failed"], errors.details["sent"]) == (failed, len(records))
     assert errors.details["exceptions"] == dict(failures) == {"ProducerSendSyncFailed": failed}
     assert "broker-a" in errors.details["brokers"]["ProducerSendSyncFailed"]
-    assert errors.summary.startswith(
+    assert stored_summary(errors).startswith(
         f"{failed} send{'s' if failed > 1 else ''} of {group} failed in the last 5 min "
         f"({failed / len(records):.1%} of {len(records)}): ProducerSendSyncFailed ×{failed} (broker-a"
     )
-    assert f"on {topic}, from 1 client ({producer.client_id})." in errors.summary
+    assert f"on {topic}, from 1 client ({producer.client_id})." in stored_summary(errors)
     assert reconciled(registered, now, PRODUCE, group) == [FIRED]
     assert audience.heard(PRODUCE, group) == audience.told(PRODUCE, FIRED)
 
@@ -511,7 +517,7 @@ def test_a_server_holding_many_connections_is_reported_from_its_stats_over_ssh(s
     established = ServerSample.objects.get(host="127.0.0.1").tcp_established
     # 1,000 more (both ends of each connection), give or take other processes' connections coming and going
     assert established > before + 900 and tcp.details["established"] == established
-    assert tcp.summary.startswith(
+    assert stored_summary(tcp).startswith(
         f"127.0.0.1: {established:,} established TCP connections (threshold {before + 500:,}), "
     )
     assert reconciled(server_cluster, at, TCP, "127.0.0.1") == [FIRED]
@@ -567,8 +573,8 @@ def test_a_server_whose_cpus_are_all_busy_is_reported_after_two_readings_over_ss
     cpu = conditions(server_cluster, at + SERVER_SLOT, CPU)["127.0.0.1"]
     readings = list(ServerSample.objects.order_by("-minute").values_list("cpu_percent", flat=True))
     assert len(readings) == 2 and min(readings) >= 80 and cpu.details["cpu_percent"] == readings
-    assert cpu.summary.startswith(f"127.0.0.1: CPU {readings[0]:.0f}% busy")
-    assert ", over 80% in the last 2 readings (10 min); load " in cpu.summary
+    assert stored_summary(cpu).startswith(f"127.0.0.1: CPU {readings[0]:.0f}% busy")
+    assert ", over 80% in the last 2 readings (10 min); load " in stored_summary(cpu)
     assert reconciled(server_cluster, at + SERVER_SLOT, CPU, "127.0.0.1") == [FIRED]
     assert audience.heard(CPU, "127.0.0.1") == audience.told(CPU, FIRED)
 

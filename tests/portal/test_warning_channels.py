@@ -287,7 +287,7 @@ def test_the_generic_webhook_gets_the_documented_payload_signed_with_its_secret(
             "details": {"topic": "orders", "behind": 52_000},
             "url": warning_url(fired),
         },
-        "recipient": {"username": "mia"},
+        "recipient": {"username": "mia", "language": "en"},
     }
 
 

@@ -32,6 +32,7 @@ from portal.celery import app as celery_app
 from portal.models import Broker, Cluster, ConsumerGroup, ProducerGroup, Topic
 from portal.models.warnings import SubjectType, Transition, Warning, WarningEvent, WarningState
 from portal.services import audit
+from portal.services.warnings.summaries import english
 from portal.services.warnings.thresholds import Thresholds, thresholds_for
 
 DELIVER_TASK = "portal.tasks.deliver_warning_event"
@@ -55,8 +56,15 @@ class Reconciled:
         return {"fired": len(self.fired), "repeated": len(self.repeated), "resolved": len(self.resolved)}
 
 
+def stored_summary(condition: Condition) -> str:
+    """The text kept with the warning and its events: the English wording of the condition's figures (what the
+    list's text search matches, and what a reader of the table sees). Pages and notifications word the figures
+    again in each reader's language."""
+    return english(condition.kind, condition.subject_name, condition.details, condition.summary)
+
+
 def snapshot_of(condition: Condition) -> dict:
-    return {"summary": condition.summary, "details": condition.details, "severity": condition.severity}
+    return {"summary": stored_summary(condition), "details": condition.details, "severity": condition.severity}
 
 
 def _snapshot_of_warning(warning: Warning) -> dict:
@@ -142,7 +150,7 @@ def _fire(cluster: Cluster, condition: Condition, now: dt.datetime, links: _Link
                     opened_at=now,
                     last_seen_at=now,
                     last_notified_at=now,
-                    summary=condition.summary,
+                    summary=stored_summary(condition),
                     details=condition.details,
                     **links.fields_for(condition),
                 )
@@ -154,21 +162,22 @@ def _fire(cluster: Cluster, condition: Condition, now: dt.datetime, links: _Link
 def _repeat_if_due(warning: Warning, condition: Condition, now: dt.datetime, repeat: dt.timedelta):
     if warning.acknowledged_at is not None or now - warning.last_notified_at < repeat:
         return None
+    snapshot = snapshot_of(condition)
     with transaction.atomic():
         claimed = Warning.objects.filter(
             pk=warning.pk, state=WarningState.OPEN, last_notified_at=warning.last_notified_at
         ).update(
             last_notified_at=now,
             last_seen_at=now,
-            summary=condition.summary,
+            summary=snapshot["summary"],
             details=condition.details,
             severity=condition.severity,
         )
         if not claimed:  # resolved or repeated by another reconcile since we looked
             return None
         warning.last_notified_at = warning.last_seen_at = now
-        warning.summary, warning.details, warning.severity = condition.summary, condition.details, condition.severity
-        return _record_event(warning, Transition.REPEATED, now, snapshot_of(condition))
+        warning.summary, warning.details, warning.severity = snapshot["summary"], condition.details, condition.severity
+        return _record_event(warning, Transition.REPEATED, now, snapshot)
 
 
 def _resolve(warning: Warning, now: dt.datetime) -> WarningEvent | None:
@@ -184,14 +193,15 @@ def _resolve(warning: Warning, now: dt.datetime) -> WarningEvent | None:
 
 def _refresh(warning: Warning, condition: Condition, now: dt.datetime) -> bool:
     """Bring an open warning's shown state up to date with its condition; True when something changed."""
+    summary = stored_summary(condition)
     if now <= warning.last_seen_at and (warning.summary, warning.details, warning.severity) == (
-        condition.summary,
+        summary,
         condition.details,
         condition.severity,
     ):
         return False
     warning.last_seen_at = max(now, warning.last_seen_at)
-    warning.summary, warning.details, warning.severity = condition.summary, condition.details, condition.severity
+    warning.summary, warning.details, warning.severity = summary, condition.details, condition.severity
     return True
 
 

@@ -10,14 +10,16 @@ The generic JSON webhook receives ``Message.payload`` (version 1), for example::
         "id": 7, "kind": "consumer_lag", "kind_label": "consumer lag", "cluster": "prod",
         "subject_type": "consumer_group", "subject_name": "order-consumer", "topic": "orders",
         "severity": "warning", "state": "open", "opened_at": "2026-11-22T07:15:00+00:00", "resolved_at": null,
-        "acknowledged_by": null, "summary": "order-consumer is 52,000 messages (14 min) behind on orders ...",
+        "acknowledged_by": null, "summary": "order-consumer is 52,000 messages behind on orders; ...",
         "details": {...the rule's numbers...}, "url": "https://mqcloud.example.com/warnings/7/"
       },
-      "recipient": {"username": "alice"}
+      "recipient": {"username": "alice", "language": "en"}
     }
 
 ``transition`` is fired | repeated | resolved; times are ISO 8601 in UTC; ``details`` is the condition snapshot of
 this event (for ``resolved``, the last one seen); ``topic`` is null when the subject is not tied to one topic.
+``summary`` is worded from ``details`` for the recipient, like every other channel's text: in their language
+(``recipient.language``) and with times of day in their time zone; the labels stay English, for machines.
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ import zoneinfo
 
 from django.conf import settings
 from django.urls import reverse
-from django.utils import translation
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _g
 
 from portal.models import UserProfile
 from portal.models.warnings import Severity, Transition, WarningEvent
 from portal.services.notifications import language_of
+from portal.services.warnings import summaries
 from portal.services.warnings.channels.base import Message
 
 PAYLOAD_VERSION = 1
@@ -58,8 +61,9 @@ def _severity_label(value: str) -> str:
     return str(Severity(value).label) if value in Severity.values else value
 
 
-def payload(event: WarningEvent, user, link: str) -> dict:
-    """The generic webhook's document (see the module docstring); labels in English, for machines."""
+def payload(event: WarningEvent, user, link: str, summary: str, language: str) -> dict:
+    """The generic webhook's document (see the module docstring): ``summary`` as worded for ``user`` (in
+    ``language``); labels in English, for machines."""
     with translation.override("en"):
         kind_label = str(event.warning.get_kind_display())
     warning = event.warning
@@ -81,11 +85,11 @@ def payload(event: WarningEvent, user, link: str) -> dict:
             "opened_at": _iso(warning.opened_at),
             "resolved_at": _iso(warning.resolved_at),
             "acknowledged_by": warning.acknowledged_by.get_username() if warning.acknowledged_by else None,
-            "summary": event.summary,
+            "summary": summary,
             "details": details,
             "url": link,
         },
-        "recipient": {"username": user.get_username()},
+        "recipient": {"username": user.get_username(), "language": language},
     }
 
 
@@ -95,7 +99,9 @@ def render(event: WarningEvent, user) -> Message:
     zone = _zone_of(user)
     path = reverse("warning-detail", args=[warning.pk])
     link = f"{settings.PORTAL_BASE_URL}{path}"
-    with translation.override(language_of(user)):
+    language = language_of(user)
+    with translation.override(language), timezone.override(zone):
+        summary = summaries.of_event(event)
         kind = str(warning.get_kind_display())
         headline = {
             Transition.FIRED: _g("Warning"),
@@ -116,13 +122,13 @@ def render(event: WarningEvent, user) -> Message:
         link_label = _g("Open in MQCloud")
     return Message(
         title=title,
-        summary=event.summary,
+        summary=summary,
         facts=tuple((str(label), str(value)) for label, value in facts),
         path=path,
         link=link,
         link_label=link_label,
         transition=event.transition,
-        payload=payload(event, user, link),
+        payload=payload(event, user, link, summary, language),
     )
 
 

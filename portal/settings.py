@@ -254,9 +254,9 @@ SPARK_LAKE_URL = env_str("SPARK_LAKE_URL", str(VAR_DIR / "lake"))
 SPARK_JAVA_OPTIONS = env_str("SPARK_JAVA_OPTIONS", "")
 # Retention of the Spark data, in days (sparkjobs.retention, daily); 0 keeps forever. Whatever is set, what a
 # scheduled job still reads is kept (e.g. the daily rollups behind the rankings' 7-day baseline).
-# 10-minute rollups: the charts of the last 7 days read them.
+# 10-minute rollups: charts of ranges from six hours to about three days read them (stats.queries.source).
 ROLLUP_10M_RETENTION_DAYS = env_int("ROLLUP_10M_RETENTION_DAYS", 35)
-# Hourly rollups: charts of ranges beyond ten days (stats.queries.source).
+# Hourly rollups: charts of longer ranges (the 7-day range) read them.
 ROLLUP_HOURLY_RETENTION_DAYS = env_int("ROLLUP_HOURLY_RETENTION_DAYS", 400)
 # Daily rollups: kept forever unless set (one row per subject and day).
 ROLLUP_DAILY_RETENTION_DAYS = env_int("ROLLUP_DAILY_RETENTION_DAYS", 0)

@@ -6,6 +6,13 @@ merged first (their sparse bucket counts added, exact) and the percentile is tak
 :func:`stats.histogram.percentile_from_counts`, so any percentile shown is within the histogram's 1% of the exact
 nearest-rank percentile of all the sends it covers. A minute without any report is a gap (None): producers report
 only minutes they sent in, so nothing can be said about the others.
+
+Ranges longer than six hours are drawn per rollup bucket (:func:`stats.queries.source.resolution_for`): a bucket the
+hourly job has rolled up is read from :class:`~stats.models.ProducerLatencyRollup` (whose histograms are merged
+the same way), the others from their minute rows, so a week is 169 points per line whatever was sent. Sends and
+exceptions of a bucket are per reported minute, as a minute's are. No rollup keeps a topic's sends per broker, so
+over such ranges a topic's per-broker series are its sends and exceptions only, summed in SQL (its latency per
+broker is not drawn anywhere).
 """
 
 from __future__ import annotations
@@ -14,9 +21,12 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.db.models import Count, Max, Q, QuerySet, Sum
+
 from stats.charts import Point
 from stats.histogram import percentile_from_counts
-from stats.models import ProducerMinute
+from stats.models import ProducerLatencyRollup, ProducerMinute
+from stats.queries.source import Coverage, bucket_start, by_bucket, coverage, resolution_for
 from stats.queries.traffic import minutes
 
 PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
@@ -34,10 +44,14 @@ _COLUMNS = (
 )
 
 
-class _Merged:
-    """The reports of one point merged: bucket counts added, min/max kept exact, sends and exceptions summed."""
+_ROLLUP_COLUMNS = ("start", "minutes", "count", "exception_count", "histogram")
 
-    __slots__ = ("counts", "exceptions", "max_ms", "min_ms", "sends")
+
+class _Merged:
+    """The reports of one point merged: bucket counts added, min/max kept exact, sends and exceptions summed over
+    its reported minutes (minute rows each count their minute once; a rollup row brings its ``minutes``)."""
+
+    __slots__ = ("counts", "exceptions", "max_ms", "min_ms", "reported", "rolled_minutes", "sends")
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
@@ -45,8 +59,18 @@ class _Merged:
         self.exceptions = 0
         self.min_ms: float | None = None
         self.max_ms: float | None = None
+        self.reported: set[dt.datetime] = set()
+        self.rolled_minutes = 0
+
+    @property
+    def minutes(self) -> int:
+        return len(self.reported) + self.rolled_minutes
 
     def add(self, row: dict) -> None:
+        if "minute" in row:
+            self.reported.add(row["minute"])
+        else:
+            self.rolled_minutes += row["minutes"]
         self.sends += row["count"]
         self.exceptions += row["exception_count"]
         histogram = row["histogram"]
@@ -81,9 +105,14 @@ def _series(times: list[dt.datetime], merged: dict[dt.datetime, _Merged]) -> Lat
     return LatencySeries(
         **{name: points(lambda m, q=q: m.percentile(q)) for name, q in PERCENTILES.items()},
         max=points(lambda m: m.max_ms),
-        sends=points(lambda m: m.sends),
-        exceptions=points(lambda m: m.exceptions),
+        sends=points(lambda m: _per_minute(m.sends, m.minutes)),
+        exceptions=points(lambda m: _per_minute(m.exceptions, m.minutes)),
     )
+
+
+def _per_minute(value: int, minutes: int) -> float:
+    """A point's count per reported minute (a minute's own count as it is)."""
+    return value if minutes == 1 else value / minutes
 
 
 @dataclass(frozen=True)
@@ -116,18 +145,112 @@ class ProducerLatency:
 
 def group_latency(cluster_id: int, group: str, since: dt.datetime, until: dt.datetime) -> ProducerLatency:
     """A producer group's sends over all its topics."""
-    rows = ProducerMinute.objects.filter(
-        cluster_id=cluster_id, producer_group=group, minute__gte=since, minute__lte=until
-    ).values(*_COLUMNS)
-    return _latency(rows, since, until)
+    reports = ProducerMinute.objects.filter(cluster_id=cluster_id, producer_group=group)
+    if resolution := resolution_for(since, until):
+        rollups = ProducerLatencyRollup.objects.filter(cluster_id=cluster_id, producer_group=group, topic="")
+        return _bucketed(
+            coverage(cluster_id, since, until, resolution),
+            reports,
+            total=rollups.filter(client_id="", broker_name=""),
+            by_broker=rollups.filter(client_id="").exclude(broker_name=""),
+            by_client=rollups.filter(broker_name="").exclude(client_id=""),
+        )
+    return _latency(reports.filter(minute__gte=since, minute__lte=until).values(*_COLUMNS), since, until)
 
 
 def topic_latency(cluster_id: int, topic: str, since: dt.datetime, until: dt.datetime) -> ProducerLatency:
     """The sends of every producer group to a topic."""
-    rows = ProducerMinute.objects.filter(
-        cluster_id=cluster_id, topic=topic, minute__gte=since, minute__lte=until
-    ).values(*_COLUMNS)
-    return _latency(rows, since, until)
+    reports = ProducerMinute.objects.filter(cluster_id=cluster_id, topic=topic)
+    if resolution := resolution_for(since, until):
+        return _bucketed(
+            coverage(cluster_id, since, until, resolution),
+            reports,
+            total=ProducerLatencyRollup.objects.filter(
+                cluster_id=cluster_id, producer_group="", topic=topic, client_id="", broker_name=""
+            ),
+        )
+    return _latency(reports.filter(minute__gte=since, minute__lte=until).values(*_COLUMNS), since, until)
+
+
+def _bucketed(
+    cover: Coverage,
+    reports: QuerySet,
+    *,
+    total: QuerySet,
+    by_broker: QuerySet | None = None,
+    by_client: QuerySet | None = None,
+) -> ProducerLatency:
+    """Per bucket of ``cover``: the rolled-up buckets from the rollup rows of each grain (``by_broker`` None: no
+    rollup of that grain, sends and exceptions per broker summed in SQL instead; ``by_client`` None: no series per
+    client), the others from their minute ``reports`` merged here (histograms cannot be merged in SQL; these are the
+    hours the job has not rolled up yet)."""
+    merged: dict[str, dict] = {"total": {}, "broker_name": {}, "client_id": {}}
+    for name, rollups in (("total", total), ("broker_name", by_broker), ("client_id", by_client)):
+        if rollups is None:
+            continue
+        key = () if name == "total" else (name,)
+        for row in cover.rollups(rollups).values(*key, *_ROLLUP_COLUMNS):
+            series = merged[name] if name == "total" else merged[name].setdefault(row[name], {})
+            series.setdefault(row["start"], _Merged()).add(row)
+    for row in cover.minutes(reports).values(*_COLUMNS):
+        start = bucket_start(row["minute"], cover.resolution)
+        if start in cover.rolled:
+            continue
+        merged["total"].setdefault(start, _Merged()).add(row)
+        for name, rollups in (("broker_name", by_broker), ("client_id", by_client)):
+            if rollups is not None:
+                merged[name].setdefault(row[name], {}).setdefault(start, _Merged()).add(row)
+    if by_broker is None:
+        merged["broker_name"] = _sends_by_broker(cover, reports)
+    in_range = reports.filter(minute__gte=cover.starts[0], minute__lt=cover.starts[-1] + cover.length)
+    return ProducerLatency(
+        total=_series(cover.starts, merged["total"]),
+        by_broker={name: _series(cover.starts, points) for name, points in sorted(merged["broker_name"].items())},
+        by_client={name: _series(cover.starts, points) for name, points in sorted(merged["client_id"].items())},
+        exceptions=_exceptions(in_range, merged["broker_name"]),
+        clients=_last_reports(in_range) if by_client is not None else [],
+    )
+
+
+def _sends_by_broker(cover: Coverage, reports: QuerySet) -> dict[str, dict[dt.datetime, _Merged]]:
+    """Sends and exceptions per broker and bucket, summed in SQL from the minute reports (no latency)."""
+    in_range = reports.filter(minute__gte=cover.starts[0], minute__lt=cover.starts[-1] + cover.length)
+    by_broker: dict[str, dict[dt.datetime, _Merged]] = {}
+    sums = by_bucket(
+        in_range,
+        cover.resolution,
+        key=("broker_name",),
+        count=Sum("count"),
+        exception_count=Sum("exception_count"),
+        minutes=Count("minute", distinct=True),
+    )
+    for (broker, start), row in sums.items():
+        by_broker.setdefault(broker, {}).setdefault(start, _Merged()).add({**row, "histogram": {"counts": {}}})
+    return by_broker
+
+
+def _exceptions(reports: QuerySet, brokers) -> dict[str, dict[str, int]]:
+    """Failed sends per broker and exception class over the reports (every broker of ``brokers`` listed)."""
+    exceptions: dict[str, dict[str, int]] = {name: {} for name in brokers}
+    for row in reports.filter(exception_count__gt=0).values("broker_name", "exceptions"):
+        failed = exceptions.setdefault(row["broker_name"], {})
+        for name, n in row["exceptions"].items():
+            failed[name] = failed.get(name, 0) + n
+    return {name: dict(sorted(failed.items())) for name, failed in sorted(exceptions.items())}
+
+
+def _last_reports(reports: QuerySet) -> list[ClientReport]:
+    """Each client's last reported minute among ``reports`` (found in SQL), as the clients table lists it."""
+    latest = reports.order_by().values("client_id").annotate(latest=Max("minute"))
+    which = Q()
+    for row in latest:
+        which |= Q(client_id=row["client_id"], minute=row["latest"])
+    if not which:
+        return []
+    rows: dict[str, list[dict]] = {}
+    for row in reports.filter(which).order_by("client_id", "topic", "broker_name").values(*_COLUMNS):
+        rows.setdefault(row["client_id"], []).append(row)
+    return [_client_report(client, latest) for client, latest in sorted(rows.items())]
 
 
 def _latency(rows: Iterable[dict], since: dt.datetime, until: dt.datetime) -> ProducerLatency:

@@ -1,13 +1,16 @@
-"""Where a chart's points come from: the minute data for ranges up to a day, the rollups (``sparkjobs``) for longer
-ranges, so a week is about a thousand points instead of ten thousand and charts keep working after the minute
-data's retention. Callers do not choose: the readers of :mod:`stats.queries.traffic` ask :func:`resolution_for`.
+"""Where a chart's points come from: the minute data for ranges up to six hours, the rollups (``sparkjobs``) for
+longer ones, at the finest resolution that draws the range in at most :data:`MAX_POINTS` points (a day per 10
+minutes, a week per hour), so a chart's size and cost are bounded whatever its range, and charts keep working after
+the minute data's retention. Callers do not choose: the readers of :mod:`stats.queries` ask :func:`resolution_for`.
 
 A long range is cut into buckets of the rollup resolution (aligned on UTC, as the rollups are), one point per
 bucket at its start. A bucket the rollup jobs have written (its cluster has a :class:`~stats.models.ClusterRollup`
 row) is read from the rollups; every other bucket, the open tail since the last rolled-up hour, or an hour whose
-job has not run yet, is aggregated here from the minute data exactly as the rollup transforms aggregate it
+job has not run yet, is aggregated from the minute data exactly as the rollup transforms aggregate it
 (:mod:`sparkjobs.transforms.rollups`: sums skip NULLs, ``minutes`` is the cluster's collected minutes of the
-bucket), so a bucket reads the same from either source. A bucket without a collected minute is a gap.
+bucket), so a bucket reads the same from either source. That aggregation is one GROUP BY in the database
+(:func:`by_bucket`), never a loop over the minute rows here: with no rollup job run yet, the whole range is such a
+tail. A bucket without a collected minute is a gap.
 """
 
 from __future__ import annotations
@@ -16,14 +19,16 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import ExtractMinute, Floor, TruncDay, TruncHour
 
 from stats.models import RESOLUTION_LENGTH, ClusterMinute, ClusterRollup, Resolution
 
-# Ranges up to this long are drawn from the minute data (a day is 1,440 points).
-MINUTE_DATA_UP_TO = dt.timedelta(days=1)
-# Longer ranges use the finest rollup that draws them in at most this many points (7 days of 10 minutes: 1,008).
-MAX_POINTS = 1500
+# Ranges up to this long are drawn from the minute data (six hours are 361 points).
+MINUTE_DATA_UP_TO = dt.timedelta(hours=6)
+# Longer ranges use the finest rollup that draws them in at most this many points: up to about three days per 10
+# minutes (433 points), a week per hour (169). A plotly point costs about 30 bytes of HTML per line.
+MAX_POINTS = 500
 # Beyond this many separate runs of buckets to read from the minute data, read one range from the first of them.
 MAX_TAIL_RANGES = 20
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -35,9 +40,44 @@ def resolution_for(since: dt.datetime, until: dt.datetime) -> Resolution | None:
     if span <= MINUTE_DATA_UP_TO:
         return None
     for resolution in (Resolution.TEN_MINUTES, Resolution.HOUR, Resolution.DAY):
-        if span / RESOLUTION_LENGTH[resolution] <= MAX_POINTS:
+        if span / RESOLUTION_LENGTH[resolution] + 1 <= MAX_POINTS:
             return resolution
     return Resolution.DAY
+
+
+def bucket_starts(since: dt.datetime, until: dt.datetime, resolution: Resolution) -> list[dt.datetime]:
+    """The start of every bucket from the one ``since`` falls in to the one ``until`` falls in."""
+    length = RESOLUTION_LENGTH[resolution]
+    first, last = bucket_start(since, resolution), bucket_start(until, resolution)
+    return [first + i * length for i in range(int((last - first) / length) + 1)]
+
+
+def _bucket_columns(resolution: Resolution, column: str) -> dict:
+    """SQL expressions that together name the bucket a row's ``column`` falls in (UTC, as :func:`bucket_start`)."""
+    if resolution == Resolution.DAY:
+        return {"bucket_day": TruncDay(column, tzinfo=dt.UTC)}
+    hour = {"bucket_hour": TruncHour(column, tzinfo=dt.UTC)}
+    if resolution == Resolution.HOUR:
+        return hour
+    return {**hour, "bucket_tens": Floor(ExtractMinute(column, tzinfo=dt.UTC) / 10)}
+
+
+def by_bucket(
+    queryset: QuerySet, resolution: Resolution, *, key: Iterable[str] = (), column: str = "minute", **aggregates
+) -> dict[tuple, dict]:
+    """``aggregates`` (Django aggregate expressions) of ``queryset``'s rows per (``key`` columns..., bucket start),
+    grouped in the database."""
+    key = tuple(key)
+    columns = _bucket_columns(resolution, column)
+    rows = queryset.order_by().annotate(**columns).values(*key, *columns).annotate(**aggregates)
+    grouped: dict[tuple, dict] = {}
+    for row in rows:
+        start = row.pop("bucket_day", None) or row.pop("bucket_hour")
+        tens = row.pop("bucket_tens", None)
+        if tens:
+            start += int(tens) * RESOLUTION_LENGTH[Resolution.TEN_MINUTES]
+        grouped[(*(row.pop(name) for name in key), start.astimezone(dt.UTC))] = row
+    return grouped
 
 
 def bucket_start(moment: dt.datetime, resolution: Resolution) -> dt.datetime:
@@ -59,6 +99,10 @@ class Coverage:
     rolled: frozenset[dt.datetime]
     minute_filter: Q | None
 
+    @property
+    def length(self) -> dt.timedelta:
+        return RESOLUTION_LENGTH[self.resolution]
+
     def rollups(self, queryset: QuerySet) -> QuerySet:
         """A rollup table's rows of the rolled-up buckets."""
         return queryset.filter(resolution=self.resolution, start__in=sorted(self.rolled))
@@ -67,16 +111,13 @@ class Coverage:
         """A minute table's rows of the buckets not rolled up."""
         return queryset.filter(self.minute_filter) if self.minute_filter is not None else queryset.none()
 
-    def tail(self, queryset: QuerySet, fields: Iterable[str], key: Iterable[str] = ()) -> dict[tuple, list[dict]]:
-        """A minute table's rows (``fields``) of the buckets not rolled up, grouped by (``key`` columns...,
-        bucket start)."""
-        key = tuple(key)
-        groups: dict[tuple, list[dict]] = {}
-        for row in self.minutes(queryset).values("minute", *key, *fields):
-            start = bucket_start(row["minute"], self.resolution)
-            if start not in self.rolled:
-                groups.setdefault((*(row[name] for name in key), start), []).append(row)
-        return groups
+    def tail(self, queryset: QuerySet, key: Iterable[str] = (), **aggregates) -> dict[tuple, dict]:
+        """``aggregates`` of a minute table's rows in the buckets not rolled up, per (``key`` columns..., bucket
+        start), computed in the database (:func:`by_bucket`)."""
+        if self.minute_filter is None:
+            return {}
+        grouped = by_bucket(self.minutes(queryset), self.resolution, key=key, **aggregates)
+        return {group: row for group, row in grouped.items() if group[-1] not in self.rolled}
 
     def points(self, rows: dict[dt.datetime, dict], value, *, absent: float | None = 0) -> list:
         """One point per bucket: None where nothing was collected, ``absent`` where the bucket has no row (zero
@@ -90,8 +131,8 @@ class Coverage:
 
 def coverage(cluster_id: int, since: dt.datetime, until: dt.datetime, resolution: Resolution) -> Coverage:
     length = RESOLUTION_LENGTH[resolution]
-    first, last = bucket_start(since, resolution), bucket_start(until, resolution)
-    starts = [first + i * length for i in range(int((last - first) / length) + 1)]
+    starts = bucket_starts(since, until, resolution)
+    first, last = starts[0], starts[-1]
     collected = dict(
         ClusterRollup.objects.filter(
             cluster_id=cluster_id, resolution=resolution, start__gte=first, start__lte=last
@@ -105,14 +146,10 @@ def coverage(cluster_id: int, since: dt.datetime, until: dt.datetime, resolution
     for begin, end in runs:
         one = Q(minute__gte=begin, minute__lt=end)
         minute_filter = one if minute_filter is None else minute_filter | one
-    if minute_filter is not None:
-        for minute in ClusterMinute.objects.filter(minute_filter, cluster_id=cluster_id).values_list(
-            "minute", flat=True
-        ):
-            start = bucket_start(minute, resolution)
-            if start not in rolled:
-                collected[start] = collected.get(start, 0) + 1
-    return Coverage(resolution, starts, collected, rolled, minute_filter)
+    cover = Coverage(resolution, starts, collected, rolled, minute_filter)
+    for (start,), row in cover.tail(ClusterMinute.objects.filter(cluster_id=cluster_id), minutes=Count("id")).items():
+        collected[start] = row["minutes"]
+    return cover
 
 
 def _runs(starts: list[dt.datetime], length: dt.timedelta) -> list[tuple[dt.datetime, dt.datetime]]:
@@ -124,17 +161,6 @@ def _runs(starts: list[dt.datetime], length: dt.timedelta) -> list[tuple[dt.date
         else:
             runs.append((start, start + length))
     return runs
-
-
-def total(values: Iterable[float | None]) -> float | None:
-    """A sum that skips NULLs, NULL when every value is (as SQL's and Spark's ``sum``)."""
-    known = [value for value in values if value is not None]
-    return sum(known) if known else None
-
-
-def peak(values: Iterable[float | None]) -> float | None:
-    """A maximum that skips NULLs, NULL when every value is."""
-    return max((value for value in values if value is not None), default=None)
 
 
 def ratio(value: float | None, divisor: float | None) -> float | None:

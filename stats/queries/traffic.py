@@ -5,7 +5,7 @@ in is a gap (None); in a collected minute, an entity without a row of its own ha
 zero; a NULL value (its broker was down) stays a gap. Brokers are the exception: every collection writes a row for
 each broker it knows, so a broker without a row in a minute was not read, and that minute is a gap too.
 
-Ranges longer than a day are drawn per rollup bucket instead (:mod:`stats.queries.source` decides, and reads the
+Ranges longer than six hours are drawn per rollup bucket instead (:mod:`stats.queries.source` decides, and reads the
 buckets not rolled up yet from the minute data): one point per bucket at its start, in the same units as the
 minutes' points: counts as the average per collected minute of the bucket, lag and lag time as the bucket's peak.
 """
@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from django.db.models import F, Max, Q, QuerySet
+from django.db.models import Count, F, Max, Q, QuerySet, Sum
 
 from stats.charts import Point
 from stats.models import (
@@ -34,7 +34,7 @@ from stats.models import (
     TopicMinute,
     TopicRollup,
 )
-from stats.queries.source import Coverage, coverage, peak, ratio, resolution_for, total
+from stats.queries.source import Coverage, coverage, ratio, resolution_for
 
 MINUTE = dt.timedelta(minutes=1)
 # "Now" is a cluster's latest collection, as long as it is at most this old; a cluster whose collection stopped
@@ -174,7 +174,8 @@ def cluster_traffic(cluster_id: int, since: dt.datetime, until: dt.datetime) -> 
 
 # --- series over a long range, per rollup bucket ------------------------------------------------------------------
 # Each reads the rolled-up buckets' rows from a rollup table and aggregates the other buckets' minutes into rows of
-# the same fields, as sparkjobs.transforms.rollups does, then turns both alike into points.
+# the same fields in SQL (Sum and Max skip NULLs, as sparkjobs.transforms.rollups does), then turns both alike into
+# points.
 
 
 def _topic_buckets(cover: Coverage, cluster_id: int, topic: str) -> TopicTraffic:
@@ -185,11 +186,11 @@ def _topic_buckets(cover: Coverage, cluster_id: int, topic: str) -> TopicTraffic
             "start", "minutes", *figures
         )
     }
-    for (start,), group in cover.tail(TopicMinute.objects.filter(cluster_id=cluster_id, topic=topic), figures).items():
-        rows[start] = {
-            "minutes": cover.collected.get(start, 0),
-            **{name: total(r[name] for r in group) for name in figures},
-        }
+    tail = cover.tail(
+        TopicMinute.objects.filter(cluster_id=cluster_id, topic=topic), **{name: Sum(name) for name in figures}
+    )
+    for (start,), row in tail.items():
+        rows[start] = {"minutes": cover.collected.get(start, 0), **row}
     return TopicTraffic(
         **{name: cover.points(rows, lambda row, name=name: ratio(row[name], row["minutes"])) for name in figures}
     )
@@ -201,13 +202,11 @@ def _group_buckets(cover: Coverage, cluster_id: int, group: str, topics: Iterabl
     for row in cover.rollups(rolled).values("topic", "start", "minutes", "get_nums", "lag_max", "lag_seconds_max"):
         by_topic.setdefault(row["topic"], {})[row["start"]] = row
     minutes_of = ConsumeMinute.objects.filter(cluster_id=cluster_id, group=group)
-    for (topic, start), rows in cover.tail(minutes_of, ("get_nums", "lag", "lag_seconds"), key=("topic",)).items():
-        by_topic.setdefault(topic, {})[start] = {
-            "minutes": cover.collected.get(start, 0),
-            "get_nums": total(row["get_nums"] for row in rows),
-            "lag_max": peak(row["lag"] for row in rows),
-            "lag_seconds_max": peak(row["lag_seconds"] for row in rows),
-        }
+    tail = cover.tail(
+        minutes_of, key=("topic",), get_nums=Sum("get_nums"), lag_max=Max("lag"), lag_seconds_max=Max("lag_seconds")
+    )
+    for (topic, start), row in tail.items():
+        by_topic.setdefault(topic, {})[start] = {"minutes": cover.collected.get(start, 0), **row}
     return {
         topic: ConsumeSeries(
             consume_tps=cover.points(rows, lambda row: ratio(row["get_nums"], row["minutes"] * 60)),
@@ -233,12 +232,14 @@ def _broker_buckets(cover: Coverage, cluster_id: int, broker_name: str, broker_i
             "start", "minutes", "minutes_down", *figures
         )
     }
-    for (start,), group in cover.tail(BrokerMinute.objects.filter(**broker), ("up", *figures)).items():
-        rows[start] = {
-            "minutes": len(group),
-            "minutes_down": sum(1 for row in group if not row["up"]),
-            **{name: total(row[name] for row in group) for name in figures},
-        }
+    tail = cover.tail(
+        BrokerMinute.objects.filter(**broker),
+        minutes=Count("id"),
+        minutes_down=Count("id", filter=Q(up=False)),
+        **{name: Sum(name) for name in figures},
+    )
+    for (start,), row in tail.items():
+        rows[start] = row
     return Totals(
         **{
             name: cover.points(rows, lambda row, name=name: ratio(row[name], _answered(row)), absent=None)
@@ -257,23 +258,24 @@ def _cluster_buckets(cover: Coverage, cluster_id: int) -> Totals:
             "start", "minutes", "collected_minutes", *figures
         )
     }
-    for (start,), group in cover.tail(
-        ClusterMinute.objects.filter(cluster_id=cluster_id), ("brokers_down", *figures)
-    ).items():
-        incomplete = sum(1 for row in group if row["put_nums"] is None or row["brokers_down"] > 0)
-        rows[start] = {
-            "minutes": len(group) - incomplete,
-            "collected_minutes": len(group),
-            "minutes_down": 0,
-            **{name: total(row[name] for row in group) for name in figures},
-        }
+    tail = cover.tail(
+        ClusterMinute.objects.filter(cluster_id=cluster_id),
+        collected_minutes=Count("id"),
+        incomplete=Count("id", filter=Q(put_nums__isnull=True) | Q(brokers_down__gt=0)),
+        **{name: Sum(name) for name in figures},
+    )
+    for (start,), row in tail.items():
+        incomplete = row.pop("incomplete")
+        rows[start] = {**row, "minutes": row["collected_minutes"] - incomplete, "minutes_down": 0}
     down = [
         (row["start"], row["minutes_down"])
         for row in cover.rollups(BrokerRollup.objects.filter(cluster_id=cluster_id)).values("start", "minutes_down")
     ]
     down += [
-        (start, len(group))
-        for (start,), group in cover.tail(BrokerMinute.objects.filter(cluster_id=cluster_id, up=False), ()).items()
+        (start, row["minutes_down"])
+        for (start,), row in cover.tail(
+            BrokerMinute.objects.filter(cluster_id=cluster_id, up=False), minutes_down=Count("id")
+        ).items()
     ]
     for start, minutes_down in down:
         if start in rows:  # (a broker's minute is always written with its cluster's)

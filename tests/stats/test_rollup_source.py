@@ -1,8 +1,9 @@
-"""Charts over more than a day read the rollups: a week is drawn per 10-minute bucket, the buckets the hourly Spark
-job has rolled up come from the rollup tables and the others (the open tail, an hour whose job has not run) are
-aggregated from the minute data the same way, so a bucket reads the same from either source; charts of a day or
-less read the minute data. The rollups are the real job's (``sparkjobs``, on a local Spark session), over the known
-hours of ``tests/sparkjobs/minutes.py`` (uncollected minutes, a broker down, an idle topic)."""
+"""Charts over more than six hours read the rollups: three days are drawn per 10-minute bucket, the buckets the
+hourly Spark job has rolled up come from the rollup tables and the others (the open tail, an hour whose job has not
+run) are aggregated from the minute data the same way (in SQL), so a bucket reads the same from either source;
+charts of six hours or less read the minute data. The rollups are the real job's (``sparkjobs``, on a local Spark
+session), over the known hours of ``tests/sparkjobs/minutes.py`` (uncollected minutes, a broker down, an idle
+topic)."""
 
 import datetime as dt
 import itertools
@@ -32,7 +33,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 HOURS = [HOUR + dt.timedelta(hours=n) for n in range(3)]  # 10:00, 11:00, 12:00 stored
 UNTIL = HOURS[-1] + dt.timedelta(minutes=59)
-WEEK = (UNTIL - dt.timedelta(days=7), UNTIL)
+DAYS = (UNTIL - dt.timedelta(days=3), UNTIL)  # drawn per 10 minutes
 TEN = dt.timedelta(minutes=10)
 
 
@@ -73,15 +74,15 @@ def drawn(points) -> dict:
 
 
 def every_chart() -> dict:
-    """Every reader's week, as points."""
-    group = group_traffic(CLUSTER, "billing", *WEEK, topics=["orders", "idle-subscription"])
-    broker = broker_traffic(CLUSTER, "broker-a", 0, *WEEK)
-    cluster = cluster_traffic(CLUSTER, *WEEK)
-    topic = topic_traffic(CLUSTER, "orders", *WEEK)
+    """Every reader's three days, as points."""
+    group = group_traffic(CLUSTER, "billing", *DAYS, topics=["orders", "idle-subscription"])
+    broker = broker_traffic(CLUSTER, "broker-a", 0, *DAYS)
+    cluster = cluster_traffic(CLUSTER, *DAYS)
+    topic = topic_traffic(CLUSTER, "orders", *DAYS)
     return {
         "topic put_nums": topic.put_nums,
         "topic put_size": topic.put_size,
-        "payments put_nums": topic_traffic(CLUSTER, "payments", *WEEK).put_nums,
+        "payments put_nums": topic_traffic(CLUSTER, "payments", *DAYS).put_nums,
         **{
             f"group {name} {t}": getattr(s, name)
             for t, s in group.items()
@@ -95,21 +96,24 @@ def every_chart() -> dict:
     }
 
 
-def test_a_week_is_drawn_per_ten_minutes_and_a_day_or_less_per_minute():
-    assert resolution_for(*WEEK) == Resolution.TEN_MINUTES
-    assert resolution_for(UNTIL - dt.timedelta(days=1), UNTIL) is None
+def test_six_hours_are_drawn_per_minute_up_to_three_days_per_ten_minutes_and_a_week_per_hour():
     assert resolution_for(UNTIL - dt.timedelta(hours=6), UNTIL) is None
-    assert resolution_for(UNTIL - dt.timedelta(days=30), UNTIL) == Resolution.HOUR
+    assert resolution_for(UNTIL - dt.timedelta(hours=7), UNTIL) == Resolution.TEN_MINUTES
+    assert resolution_for(UNTIL - dt.timedelta(days=1), UNTIL) == Resolution.TEN_MINUTES
+    assert resolution_for(*DAYS) == Resolution.TEN_MINUTES
+    assert resolution_for(UNTIL - dt.timedelta(days=7), UNTIL) == Resolution.HOUR
+    assert resolution_for(UNTIL - dt.timedelta(days=20), UNTIL) == Resolution.HOUR
+    assert resolution_for(UNTIL - dt.timedelta(days=30), UNTIL) == Resolution.DAY
 
 
-def test_a_week_has_one_point_per_ten_minute_bucket_aligned_on_utc(db):
-    points = topic_traffic(CLUSTER, "orders", *WEEK).put_nums
+def test_three_days_have_one_point_per_ten_minute_bucket_aligned_on_utc(db):
+    points = topic_traffic(CLUSTER, "orders", *DAYS).put_nums
 
     starts = [moment for moment, _ in points]
-    assert starts[0] == dt.datetime(2026, 2, 23, 12, 50, tzinfo=dt.UTC)  # the bucket the week's first minute is in
+    assert starts[0] == dt.datetime(2026, 2, 27, 12, 50, tzinfo=dt.UTC)  # the bucket the range's first minute is in
     assert starts[-1] == at(2, 50)
     assert all(later - earlier == TEN for earlier, later in itertools.pairwise(starts))
-    assert len(points) == 7 * 24 * 6 + 1
+    assert len(points) == 3 * 24 * 6 + 1
 
 
 def test_rolled_up_buckets_come_from_the_rollups_even_after_their_minutes_are_deleted(rolled_up):
@@ -127,17 +131,17 @@ def test_rolled_up_buckets_come_from_the_rollups_even_after_their_minutes_are_de
 
 def test_buckets_not_rolled_up_are_aggregated_from_the_minutes_like_the_rollups(rolled_up):
     """The middle hour (its job has not run) against hand-computed figures of the stored minutes."""
-    orders = drawn(topic_traffic(CLUSTER, "orders", *WEEK).put_nums)
+    orders = drawn(topic_traffic(CLUSTER, "orders", *DAYS).put_nums)
     # 10 messages a collected minute: minute 5 idle (a zero), 15 and 16 not collected, 30 its broker down (unknown).
     assert [orders[at(1, m)] for m in range(0, 60, 10)] == [9.0, 10.0, 10.0, 9.0, 10.0, 10.0]
     assert orders[at(1, 0) - TEN] == 10.0  # the hour before: rolled up
-    billing = group_traffic(CLUSTER, "billing", *WEEK, topics=["orders"])["orders"]
+    billing = group_traffic(CLUSTER, "billing", *DAYS, topics=["orders"])["orders"]
     lag, lag_seconds, tps = drawn(billing.lag), drawn(billing.lag_seconds), drawn(billing.consume_tps)
     assert [lag[at(1, m)] for m in (0, 10, 20, 40)] == [9, 19, 29, 0]  # the peak; no row after minute 30: no lag
     assert lag[at(1, BROKER_DOWN)] is None  # its one row is unknown (as the rollup has it)
     assert lag_seconds[at(1, 20)] == 58.0
     assert tps[at(1, 10)] == 80 / (8 * 60)  # 8 minutes of 10 messages, per second
-    cluster = cluster_traffic(CLUSTER, *WEEK)
+    cluster = cluster_traffic(CLUSTER, *DAYS)
     assert drawn(cluster.brokers_down)[at(1, 30)] == 0.1  # one broker down one minute of ten
     assert drawn(cluster.put_nums)[at(1, 30)] == sum(1000 + n for n in range(31, 40)) / 9  # complete minutes only
 
@@ -157,10 +161,10 @@ def test_a_bucket_reads_the_same_from_the_rollups_as_from_its_minutes(rolled_up)
     assert {value for value in drawn(from_rollups["group lag idle-subscription"]).values()} == {None, 0}
 
 
-def test_a_day_or_less_reads_the_minutes_only(rolled_up):
+def test_six_hours_or_less_read_the_minutes_only(rolled_up):
     ClusterMinute.objects.filter(minute__lt=HOURS[1]).delete()
 
-    day = topic_traffic(CLUSTER, "orders", HOURS[0], HOURS[0] + dt.timedelta(hours=23)).put_nums
+    day = topic_traffic(CLUSTER, "orders", HOURS[0], HOURS[0] + dt.timedelta(hours=6)).put_nums
 
     assert [value for moment, value in day if moment < HOURS[1]] == [None] * 60
     assert drawn(day)[at(1, 0)] == 10
@@ -181,6 +185,6 @@ def test_many_buckets_between_rolled_up_ones_are_read_from_the_minutes_without_c
             ClusterRollup.objects.create(**rolled, put_nums=0, collected_minutes=10, minutes_incomplete=0)
             TopicRollup.objects.create(**rolled, topic="T", put_nums=50, put_size=10)
 
-    points = drawn(topic_traffic(CLUSTER, "T", buckets[-1] - dt.timedelta(days=7), buckets[-1]).put_nums)
+    points = drawn(topic_traffic(CLUSTER, "T", buckets[-1] - dt.timedelta(days=3), buckets[-1]).put_nums)
 
     assert [points[bucket] for bucket in buckets] == [5.0 if n % 2 == 0 else 7.0 for n in range(60)]

@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy as _
 from portal.models import Cluster, ConsumerGroup, ProducerGroup, Team, Topic
 from stats.models import RANKING_SUBJECT, Ranking, RankingKind
 from stats.queries import rankings as queries
+from stats.queries.history import has_demo_history
 
 SUBJECT_MODELS = {"topic": Topic, "consumer_group": ConsumerGroup, "producer_group": ProducerGroup}
 
@@ -32,6 +33,9 @@ UNITS = {
     RankingKind.PRODUCER_EXCEPTIONS: _("exceptions"),
 }
 DEFAULT_KIND = RankingKind.TOPIC_TRAFFIC_DAY
+# What a ranking reads before its window: growth and shrink compare the day with the 7 days before it (the
+# rankings job's baseline).
+BASELINE = {RankingKind.TOPIC_GROWTH: dt.timedelta(days=7), RankingKind.TOPIC_SHRINK: dt.timedelta(days=7)}
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,8 @@ class Window:
 class Selection:
     """Which ranking is shown: the window it covers (``window_end`` None when the cluster has no ranking of this
     kind yet; ``rows`` is then empty), when it was computed, and ``windows``, those there are to choose from,
-    latest first."""
+    latest first. ``demo_history``: the minutes it was computed from (its window, and the baseline before it for
+    growth and shrink) include the demo's generated history (``manage.py demo``), not only measured ones."""
 
     cluster: Cluster
     kind: RankingKind
@@ -60,6 +65,7 @@ class Selection:
     window_end: dt.datetime | None
     computed_at: dt.datetime | None
     rows: QuerySet[Ranking]
+    demo_history: bool = False
 
     @property
     def unit(self) -> str:
@@ -105,7 +111,10 @@ def select(
         model = SUBJECT_MODELS[RANKING_SUBJECT[kind]]
         subjects = model.objects.visible_to(user).filter(cluster=cluster, team=team).values("name")
     rows = queries.ranking(cluster.pk, kind, chosen.end, subjects=subjects)
-    return Selection(cluster, kind, team, windows, chosen.start, chosen.end, queries.computed_at(chosen.end), rows)
+    generated = has_demo_history(cluster.pk, chosen.start - BASELINE.get(kind, dt.timedelta()), chosen.end)
+    return Selection(
+        cluster, kind, team, windows, chosen.start, chosen.end, queries.computed_at(chosen.end), rows, generated
+    )
 
 
 def shown(user, selection: Selection, rows) -> list[RankedSubject]:

@@ -1,42 +1,18 @@
 """Fixtures of the monitoring tests: real OpenSSH servers (``/usr/sbin/sshd`` run as a plain process on a free
-127.0.0.1 port, with its own host key, configuration and ``authorized_keys`` in a temporary directory) and SSH
-keys made by ``ssh-keygen``. The sandbox's brokers listen on 127.0.0.1, so that is the "broker host" sshd serves."""
+127.0.0.1 port, with its own host key, configuration and ``authorized_keys`` in a temporary directory, by
+:mod:`monitor.launcher.sshd`, which the demo uses too) and SSH keys made by ``ssh-keygen``. The sandbox's brokers
+listen on 127.0.0.1, so that is the "broker host" sshd serves."""
 
 from __future__ import annotations
 
-import getpass
-import os
 import socket
-import subprocess
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-SSHD = "/usr/sbin/sshd"  # sshd re-executes itself, so it must be started by its absolute path
-SSH_USER = getpass.getuser()
-READY_DEADLINE_SECONDS = 10.0
-
-
-def keygen(path: Path, key_type: str = "ed25519") -> Path:
-    """A new key pair without passphrase: ``path`` (private) and ``path.pub``."""
-    bits = ["-b", "2048"] if key_type == "rsa" else []
-    subprocess.run(
-        ["ssh-keygen", "-q", "-t", key_type, *bits, "-N", "", "-C", "mqcloud-test", "-f", str(path)], check=True
-    )
-    return path
-
-
-def public_key_line(private_key: Path) -> str:
-    return Path(f"{private_key}.pub").read_text().strip()
-
-
-def fingerprint(private_key: Path) -> str:
-    """``SHA256:...`` as ``ssh-keygen -lf`` prints it."""
-    out = subprocess.run(["ssh-keygen", "-lf", f"{private_key}.pub"], check=True, capture_output=True, text=True)
-    return out.stdout.split()[1]
+from monitor.launcher.sshd import Sshd, keygen, public_key_line
 
 
 def free_port() -> int:
@@ -52,59 +28,6 @@ class Keys:
     host_a: Path  # ed25519 host keys
     host_b: Path
     host_rsa: Path
-
-
-class Sshd:
-    """One running sshd; ``log`` is its own log (``-e``, LogLevel VERBOSE: logins name the key's fingerprint)."""
-
-    def __init__(self, workdir: Path, *, port: int, host_keys: Sequence[Path], authorized_keys: str):
-        self.port = port
-        workdir.mkdir(parents=True, exist_ok=True)
-        (workdir / "authorized_keys").write_text(authorized_keys + "\n")
-        self.config = workdir / "sshd_config"
-        settings = [
-            f"Port {port}",
-            "ListenAddress 127.0.0.1",
-            *(f"HostKey {key}" for key in host_keys),
-            f"PidFile {workdir / 'sshd.pid'}",
-            f"AuthorizedKeysFile {workdir / 'authorized_keys'}",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "PermitRootLogin prohibit-password",
-            "StrictModes no",
-            "UsePAM no",
-            "LogLevel VERBOSE",
-        ]
-        self.config.write_text("\n".join(settings) + "\n")
-        self.log_path = workdir / "sshd.log"
-        if os.geteuid() == 0:
-            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.config)], stderr=log)
-        self._wait_ready()
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_DEADLINE_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"sshd exited with {self.process.returncode}:\n{self.log}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
-                    if sock.recv(64).startswith(b"SSH-2.0-"):
-                        return
-            except OSError:
-                time.sleep(0.02)
-        self.stop()
-        raise RuntimeError(f"sshd did not answer on port {self.port} within {READY_DEADLINE_SECONDS} s:\n{self.log}")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")

@@ -13,13 +13,13 @@ from django.db import connection
 
 from monitor.collect.procfs import SERVER_COMMAND
 from monitor.collect.servers import broker_hosts, collect_server_stats
+from monitor.launcher.sshd import SSH_USER, fingerprint, keygen, public_key_line
 from monitor.models import PinnedHostKey, ServerAccess
-from portal.crypto import decrypt
 from portal.models import Broker, Cluster
+from portal.models.crypto import decrypt
 from stats.models import ServerDiskSample, ServerSample
 from stats.queries.servers import server_series
 from stats.store.servers import DiskUse, ServerStats, store_server_samples
-from tests.monitor.conftest import SSH_USER, fingerprint, keygen, public_key_line
 
 AT = dt.datetime(2026, 3, 2, 10, 7, 30, tzinfo=dt.UTC)  # the run's scheduled time
 SLOT = dt.datetime(2026, 3, 2, 10, 5, tzinfo=dt.UTC)  # the five-minute slot it falls in

@@ -35,16 +35,17 @@ from monitor.sandbox.cluster import SandboxCluster
 from monitor.sandbox.traffic import Plan
 from monitor.sandbox.traffic.profiles import consumer, producer
 from monitor.sdk import Message, Producer
-from monitor.warnings import evaluate
 from portal.models import Broker, Cluster, ConsumerGroup, NameServer, ProducerGroup, Team, Topic
 from portal.models.warnings import Severity, Transition, WarningKind
 from portal.services import producer_tokens
 from portal.services.cluster_ops import discover_brokers
 from portal.services.warnings.lifecycle import stored_summary
+from portal.services.warnings.rules import evaluate
 from stats.models import SERVER_SLOT, BlockedQueueMinute, ServerSample
-from tests.monitor.traffic_helpers import OPTIONS, WAIT, collect, plan, running, wait_for
+from tests.monitor.traffic_helpers import OPTIONS, WAIT, collect, plan, running
 from tests.monitor.warning_audience import reconcile_and_deliver
 from tests.monitor.warning_rows import admin_user, default_threshold, override_threshold
+from tests.support.waiting import wait_for
 
 pytest_plugins = ["tests.monitor.fixtures_traffic", "tests.monitor.fixtures_warnings"]
 
@@ -114,10 +115,10 @@ def test_a_lagging_consumer_is_reported_catching_up_then_stopped_and_resolved_on
     slow = plan(topic, group, queues=2, backlog=800, rate=1.0, threads=1, delay=0.05)
     with running(traffic_sandbox, slow, tmp_path) as run, MQAdmin(traffic_sandbox.namesrv_addr) as admin:
         run.stop_producers(at_least=800)
-        wait_for(lambda: committed(admin, group, topic) >= 40, what="some consumed and committed")
+        wait_for(lambda: committed(admin, group, topic) >= 40, what="some consumed and committed", timeout=WAIT)
         first = committed(admin, group, topic)
         collect(registered, minute(start, 0))
-        wait_for(lambda: committed(admin, group, topic) >= first + 40, what="more consumed and committed")
+        wait_for(lambda: committed(admin, group, topic) >= first + 40, what="more consumed and committed", timeout=WAIT)
         collect(registered, minute(start, 1))
 
         lag = conditions(registered, minute(start, 1), LAG)[group]
@@ -139,7 +140,7 @@ def test_a_lagging_consumer_is_reported_catching_up_then_stopped_and_resolved_on
 
     recovery = Plan(topics={topic: 2}, groups={group: 16}, clients=[consumer(group, topic)])
     with running(traffic_sandbox, recovery, tmp_path / "recovery"), MQAdmin(traffic_sandbox.namesrv_addr) as admin:
-        wait_for(lambda: lag_of(admin, group, topic) == 0, what="the consumer to catch up")
+        wait_for(lambda: lag_of(admin, group, topic) == 0, what="the consumer to catch up", timeout=WAIT)
         collect(registered, minute(start, 3))
     assert group not in conditions(registered, minute(start, 3), LAG)
     assert reconciled(registered, minute(start, 3), LAG, group) == [RESOLVED]
@@ -159,15 +160,17 @@ def test_a_hung_consumer_is_blocked_and_stalled_and_both_clear_when_it_is_gone(
     # threads are stuck while it stays connected, like a hung application.
     hung = plan(topic, group, rate=20.0, block_every=10)
     with running(traffic_sandbox, hung, tmp_path) as run, MQAdmin(traffic_sandbox.namesrv_addr) as admin:
-        wait_for(lambda: run.status(f"consumer {group}").get("blocked", 0) == 2, what="both threads stuck")
-        wait_for(lambda: committed(admin, group, topic) > 0, what="some consumed and committed")
-        wait_for(lambda: lag_of(admin, group, topic) > 20, what="messages waiting")
+        wait_for(
+            lambda: run.status(f"consumer {group}").get("blocked", 0) == 2, what="both threads stuck", timeout=WAIT
+        )
+        wait_for(lambda: committed(admin, group, topic) > 0, what="some consumed and committed", timeout=WAIT)
+        wait_for(lambda: lag_of(admin, group, topic) > 20, what="messages waiting", timeout=WAIT)
 
         def blocked_queues() -> bool:
             collect(registered, minute(start, 0))
             return BlockedQueueMinute.objects.filter(cluster_id=registered.pk, group=group).exists()
 
-        wait_for(blocked_queues, what="blocked queues")
+        wait_for(blocked_queues, what="blocked queues", timeout=WAIT)
         collect(registered, minute(start, 1))
 
         blocked = conditions(registered, minute(start, 1), BLOCKED)[group]
@@ -227,7 +230,11 @@ def test_a_stopped_broker_is_down_after_the_grace_period_and_up_again_when_resta
         finally:
             sandbox.start_broker("broker-b")
 
-        wait_for(lambda: all(row.ok for row in probe_cluster(cluster, now=minute(start, 3))[1]), what="all answering")
+        wait_for(
+            lambda: all(row.ok for row in probe_cluster(cluster, now=minute(start, 3))[1]),
+            what="all answering",
+            timeout=WAIT,
+        )
         assert conditions(cluster, minute(start, 3), DOWN) == {}
         assert reconciled(cluster, minute(start, 3), DOWN, "broker-b@0") == [RESOLVED]
     assert audience.heard(DOWN, "broker-b@0") == audience.told(DOWN, FIRED, RESOLVED)
@@ -244,7 +251,7 @@ def test_a_slave_that_stops_copying_falls_behind_and_catches_up_again(
     topic = "TopicWarnSlave"
     with running(traffic_sandbox, plan(topic, rate=50.0, queues=2), tmp_path) as run:
         run.stop_producers(at_least=200)
-    wait_for(lambda: master.store.commit_log_max_offset - slave.store.commit_log_max_offset > 50_000)
+    wait_for(lambda: master.store.commit_log_max_offset - slave.store.commit_log_max_offset > 50_000, timeout=WAIT)
     probe_cluster(registered, now=minute(start, 0))
     probe_cluster(registered, now=minute(start, 1))
 
@@ -264,7 +271,11 @@ def test_a_slave_that_stops_copying_falls_behind_and_catches_up_again(
     assert reconciled(registered, minute(start, 2), SLAVE, "broker-a@1") == []
 
     monkeypatch.undo()
-    wait_for(lambda: slave.store.commit_log_max_offset == master.store.commit_log_max_offset, what="slave caught up")
+    wait_for(
+        lambda: slave.store.commit_log_max_offset == master.store.commit_log_max_offset,
+        what="slave caught up",
+        timeout=WAIT,
+    )
     probe_cluster(registered, now=minute(start, 3))
     assert "broker-a@1" not in conditions(registered, minute(start, 3), SLAVE)
     assert reconciled(registered, minute(start, 3), SLAVE, "broker-a@1") == [RESOLVED]
@@ -313,7 +324,7 @@ def test_a_failing_consumers_retries_and_first_dead_letters_are_reported_until_a
     failing.groups[group] = 2  # retried twice, then dead-lettered
     with running(traffic_sandbox, failing, tmp_path) as run, MQAdmin(traffic_sandbox.namesrv_addr) as admin:
         # Seen online before anything reached its dead-letter queue.
-        wait_for(lambda: run.status(f"consumer {group}").get("received"), what="consumer running")
+        wait_for(lambda: run.status(f"consumer {group}").get("received"), what="consumer running", timeout=WAIT)
         assert dead_letters(admin, group) == 0
         collect(registered, minute(start, 0))
         run.stop_producers(at_least=60)
@@ -371,7 +382,9 @@ def test_clients_of_a_group_subscribing_differently_are_a_subscription_error_unt
     )
     master = traffic_sandbox.broker("broker-a")
     with running(traffic_sandbox, split, tmp_path) as run:
-        wait_for(lambda: master.consumers.get(group) and len(master.consumers.get(group).client_ids()) == 2)
+        wait_for(
+            lambda: master.consumers.get(group) and len(master.consumers.get(group).client_ids()) == 2, timeout=WAIT
+        )
         collect(registered, minute(start, 0))
         mismatch = conditions(registered, minute(start, 0), SPLIT)[group]
         assert stored_summary(mismatch).startswith(f"The clients of {group} subscribe differently: 1 client (")
@@ -386,7 +399,11 @@ def test_clients_of_a_group_subscribing_differently_are_a_subscription_error_unt
 
         run.client("consumer split b").terminate()
         masters = [traffic_sandbox.broker(name) for name in traffic_sandbox.broker_names]
-        wait_for(lambda: all(len(m.consumers.get(group).client_ids()) == 1 for m in masters), what="one client left")
+        wait_for(
+            lambda: all(len(m.consumers.get(group).client_ids()) == 1 for m in masters),
+            what="one client left",
+            timeout=WAIT,
+        )
         collect(registered, minute(start, 2))
     assert group not in conditions(registered, minute(start, 2), SPLIT)
     assert reconciled(registered, minute(start, 2), SPLIT, group) == [RESOLVED]
@@ -478,7 +495,7 @@ def connections():
     def open_(n: int) -> None:
         for _ in range(n):
             sockets.append(socket.create_connection(listener.getsockname()))
-        wait_for(lambda: len(sockets) >= 2 * n, what="connections accepted")
+        wait_for(lambda: len(sockets) >= 2 * n, what="connections accepted", timeout=WAIT)
 
     def close() -> None:
         for sock in sockets:

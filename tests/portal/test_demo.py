@@ -2,10 +2,13 @@
 and database. Every wait has a deadline; no assertion is about how long anything took.
 
 The running demo is also where a task goes through a real Redis to a real Celery worker: the test creates a topic
-directly on the demo's cluster, sends ``sync_registry`` to the demo's Redis, and sees the worker import it.
+directly on the demo's cluster, sends ``sync_registry`` to the demo's Redis, and sees the worker import it. And
+where every page gets content within five minutes of the start: a week of labelled demo history, the Spark
+rollups and rankings run on it by the worker, and server stats read over SSH from the demo's own sshd.
 """
 
 import http.cookiejar
+import json
 import os
 import re
 import signal
@@ -24,7 +27,7 @@ from django.urls import reverse
 
 from monitor.remoting import body as b
 from monitor.remoting.admin import MQAdmin
-from portal.management.commands.demo import ADMIN, DEMO_CLUSTERS, USER
+from portal.management.commands.demo import ADMIN, CATCH_UP_HOURS, DEMO_CLUSTERS, USER
 from portal.tasks import sync_registry
 
 pytestmark = pytest.mark.slow
@@ -33,6 +36,8 @@ MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
 START_DEADLINE = 120.0
 STOP_DEADLINE = 60.0
 REAL_STOP_DEADLINE = 240.0  # the real brokers' shutdown hooks, seconds each on a loaded machine
+CONTENT_DEADLINE = 300.0  # every page has content within five minutes of `make demo`
+WEEK_OF_MINUTES = 7 * 24 * 60
 
 
 def free_port() -> int:
@@ -92,9 +97,11 @@ class Demo:
             "DEMO_PORT": str(self.web_port),
             "DEMO_REDIS_PORT": str(self.redis_port),
             "DEMO_NAMESRV_PORT": str(ports.get("namesrv", free_port())),
+            "DEMO_SSH_PORT": str(ports.get("ssh", free_port())),
             "DEMO_CLUSTER": cluster,
         }
         self.cluster_name = DEMO_CLUSTERS[cluster][0]
+        self.started = time.monotonic()
         with open(self.output_path, "wb") as output:
             self.process = subprocess.Popen(
                 [sys.executable, str(MANAGE), "demo"], stdout=output, stderr=subprocess.STDOUT, env=env
@@ -139,8 +146,8 @@ def demo(tmp_path):
         process.kill()
 
 
-def log_in(base_url: str, username: str, password: str) -> str:
-    """Log in through the login form as a browser would; returns the path the portal lands on."""
+def signed_in(base_url: str, username: str, password: str) -> tuple[urllib.request.OpenerDirector, str]:
+    """Log in through the login form as a browser would; returns the browser and the path the portal lands on."""
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
     login_url = base_url + reverse("login")
     with opener.open(login_url, timeout=10) as response:
@@ -148,7 +155,66 @@ def log_in(base_url: str, username: str, password: str) -> str:
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
     form = urllib.parse.urlencode({"username": username, "password": password, "csrfmiddlewaretoken": token})
     with opener.open(login_url, data=form.encode(), timeout=10) as response:
-        return urllib.parse.urlsplit(response.url).path
+        return opener, urllib.parse.urlsplit(response.url).path
+
+
+def log_in(base_url: str, username: str, password: str) -> str:
+    return signed_in(base_url, username, password)[1]
+
+
+def page(browser: urllib.request.OpenerDirector, url: str) -> str:
+    with browser.open(url, timeout=30) as response:
+        assert response.status == 200, url
+        return response.read().decode()
+
+
+def check_every_page_has_content(running_demo: Demo, cluster_id: int) -> None:
+    """Within five minutes of the start: the week of demo history labelled on the charts, server stats read over
+    SSH, the Spark jobs run on the history and the rankings computed from it, and every page of the navigation."""
+    generated = running_demo.query(
+        "SELECT COUNT(*) FROM stats_clusterminute WHERE cluster_id = ? AND demo_history", cluster_id
+    )
+    assert generated == [(WEEK_OF_MINUTES,)], "a week of minutes, each marked as demo history"
+    read = running_demo.query("SELECT mem_total FROM stats_serversample WHERE host = '127.0.0.1' AND error = ''")
+    assert read and read[0][0] > 0, "server stats read over SSH from the demo's sshd at start"
+
+    browser, _landing = signed_in(running_demo.url, *ADMIN)
+    [(topic_id,)] = running_demo.query("SELECT id FROM portal_topic WHERE name = 'TopicOrders'")
+    assert "TopicOrders (demo history)" in page(browser, running_demo.url + reverse("topic-detail", args=[topic_id]))
+    server = page(browser, running_demo.url + reverse("server-detail", args=["127.0.0.1"]) + "?range=1h")
+    charts = [json.loads(spec) for spec in re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', server)]
+    assert any(y is not None for chart in charts for trace in chart["data"] for y in trace.get("y", [])), (
+        "the server page charts the stats read"
+    )
+
+    remaining = CONTENT_DEADLINE - (time.monotonic() - running_demo.started)
+    wait_for(
+        lambda: (
+            {job for (job,) in running_demo.query("SELECT job FROM stats_jobrun WHERE state = 'succeeded'")}
+            == set(CATCH_UP_HOURS)
+        ),
+        remaining,
+        "the Spark jobs of the demo history: daily rollups, rankings and hourly rollups, each run at least once",
+    )
+    runs = running_demo.query("SELECT job, state, error FROM stats_jobrun ORDER BY started_at")
+    assert {job for job, _state, _error in runs} == set(CATCH_UP_HOURS)
+    assert [(job, error) for job, state, error in runs if state == "failed"] == []
+    succeeded = [job for job, state, _error in runs if state == "succeeded"]
+    assert set(succeeded) == set(CATCH_UP_HOURS)
+    ranking = json.loads(
+        page(browser, running_demo.url + reverse("api:ranking-list") + f"?cluster={cluster_id}&kind=topic_growth")
+    )
+    assert ranking["results"] and all(row["demo_history"] for row in ranking["results"])
+    rankings_page = page(browser, running_demo.url + reverse("rankings") + f"?cluster={cluster_id}")
+    assert 'class="ranking"' in rankings_page and 'id="ranking-demo-history"' in rankings_page
+    assert page(browser, running_demo.url + reverse("job-run-list")).count("badge-up") >= len(succeeded)
+
+    dashboard = page(browser, running_demo.url + reverse("dashboard"))
+    navigation = re.search(r'<nav class="nav".*?</nav>', dashboard, re.DOTALL).group(0)
+    paths = sorted(set(re.findall(r'<a href="(/[^"?#]*)"', navigation)))
+    assert reverse("rankings") in paths and reverse("job-run-list") in paths
+    for path in paths:
+        page(browser, running_demo.url + path)
 
 
 def test_the_demo_runs_the_product_and_ctrl_c_stops_everything_it_started(demo):
@@ -165,6 +231,7 @@ def test_the_demo_runs_the_product_and_ctrl_c_stops_everything_it_started(demo):
     assert log_in(running_demo.url, *ADMIN) == reverse("dashboard")
 
     [(cluster_id,)] = running_demo.query("SELECT id FROM portal_cluster WHERE name = ?", running_demo.cluster_name)
+    check_every_page_has_content(running_demo, cluster_id)
     brokers = running_demo.query(
         "SELECT broker_name, broker_id, address FROM portal_broker WHERE cluster_id = ? AND present", cluster_id
     )

@@ -49,6 +49,12 @@ class RankedSubjectSerializer(serializers.Serializer):
     window_start = serializers.SerializerMethodField()
     window_end = serializers.SerializerMethodField()
     computed_at = serializers.SerializerMethodField()
+    demo_history = serializers.SerializerMethodField(
+        help_text=_(
+            "True when the ranking was computed from minutes of the demo's generated history (manage.py demo), "
+            "not only measured ones."
+        )
+    )
 
     def get_entry(self, row) -> int | None:
         return row.entry.pk if row.entry else None
@@ -61,6 +67,9 @@ class RankedSubjectSerializer(serializers.Serializer):
 
     def get_computed_at(self, row) -> dt.datetime | None:
         return self.context["selection"].computed_at
+
+    def get_demo_history(self, row) -> bool:
+        return self.context["selection"].demo_history
 
 
 class RankingViewSet(viewsets.GenericViewSet):

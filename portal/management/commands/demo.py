@@ -11,14 +11,20 @@ it, so the demo topics and groups are in the registry, unowned and ready to adop
 report their sends through the producer SDK (:mod:`monitor.sdk`): their producer groups are registered for
 their topics and get a fresh token each start (the previous demo tokens are revoked), written to
 ``var/demo/producer-tokens/<group>.token``, where the traffic workers read them (MQCLOUD_PRODUCER_TOKEN_DIR and
-MQCLOUD_PORTAL_URL in the sandbox's environment). Then it prints the URL and the credentials. Every child gets
+MQCLOUD_PORTAL_URL in the sandbox's environment). So that every page has content from the first minutes, it also
+writes a week of generated minute history for the demo topics and groups (:mod:`portal.services.demo_history`;
+labelled "demo history" on the charts and in the rankings API, and never mixed with measured minutes), asks the
+worker to run the Spark rollups and rankings of that week (``sparkjobs.tasks.catch_up``; the beat runs them on
+schedule afterwards), and starts a private OpenSSH server on 127.0.0.1 (:mod:`monitor.launcher.sshd`, keys in
+``var/demo/ssh/``) that the cluster's server access logs in to, reading the server stats once at start (the beat
+reads them every five minutes). Then it prints the URL and the credentials. Every child gets
 PORTAL_BASE_URL set to the demo's own URL (:func:`portal_url`), so the links in warning notifications point at the
 port the demo really serves.
 
 Ctrl-C (SIGINT) or SIGTERM stops everything it started, last started first; a child that dies on its own is
 reported with the end of its log, and stops the demo. Ports come from DEMO_PORT (web, default 8000),
-DEMO_REDIS_PORT and DEMO_NAMESRV_PORT; logs are in ``var/demo/logs/`` (a real cluster's server logs and stores in
-``var/demo/rocketmq-<kind>/``).
+DEMO_REDIS_PORT, DEMO_NAMESRV_PORT and DEMO_SSH_PORT (sshd, default 2022); logs are in ``var/demo/logs/`` (a real
+cluster's server logs and stores in ``var/demo/rocketmq-<kind>/``).
 """
 
 from __future__ import annotations
@@ -32,26 +38,35 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
+from celery import Celery
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.utils import timezone
 
+from monitor.collect.servers import collect_server_stats
+from monitor.launcher import sshd
+from monitor.models import PinnedHostKey, ServerAccess
 from portal.env import env_int
 from portal.management.supervisor import Child, Supervisor
 from portal.models import ApplicationKind, Cluster, ConsumerGroup, ProducerGroup, Team, TeamRole, Topic
-from portal.services import applications, producer_tokens, registry
+from portal.services import applications, demo_history, producer_tokens, registry
+from portal.services.demo_history import Behaviour, DemoGroup, DemoTopic, DemoTraffic
 from portal.services.sync import sync_cluster
+from sparkjobs.tasks import catch_up
 
 HOST = "127.0.0.1"
 DEFAULT_WEB_PORT = 8000
 DEFAULT_REDIS_PORT = 6390
 DEFAULT_NAMESRV_PORT = 9876
+DEFAULT_SSH_PORT = 2022
 
 # DEMO_CLUSTER -> (registry name, what it is, the command that runs it with the demo traffic, start deadline).
 # A real cluster's brokers flush and unregister on SIGTERM: they get REAL_STOP_SECONDS before being killed.
@@ -80,6 +95,27 @@ START_DEADLINE = 60.0
 # registered for). tests/sdk/test_demo_traffic.py keeps the two in step.
 DEMO_PRODUCERS = {"pg_orders": "TopicOrders", "pg_payments": "TopicPayments"}
 TOKEN_LABEL = "demo traffic"
+# The demo traffic's topics and consumer groups as its generated history plays them (the same rates, message sizes
+# and behaviours as the "demo" profile; tests/portal/test_demo_history.py keeps the two in step). The growth over
+# the week gives the growth and shrink rankings something to rank.
+DEMO_TRAFFIC = DemoTraffic(
+    topics={
+        "TopicOrders": DemoTopic(rate=10.0, body_bytes=1024, weekly_growth=0.3),
+        "TopicPayments": DemoTopic(rate=5.0, body_bytes=512, weekly_growth=-0.2),
+    },
+    groups={
+        "cg_orders_fulfil": DemoGroup("TopicOrders", Behaviour.KEEPS_UP),
+        "cg_orders_audit": DemoGroup("TopicOrders", Behaviour.FALLS_BEHIND),
+        "cg_payments_ledger": DemoGroup("TopicPayments", Behaviour.FAILS_SOME),
+        "cg_payments_notify": DemoGroup("TopicPayments", Behaviour.HANGS),
+    },
+)
+# The Spark jobs run once the history is written, each over every window of its lookback (hours) without a
+# successful run: the daily rollups of the week, the rankings of the last closed day (which read them), and the
+# last two hours' 10-minute and hourly rollups. Charts read the minute data where no rollup is written yet.
+CATCH_UP_HOURS = {"daily": 7 * 24, "rankings": 24, "hourly": 2}
+# The demo's Spark work is small and short: JVMs with the JIT's first tier only warm up about twice as fast.
+DEMO_SPARK_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 NAMESRV_LINE = re.compile(rf"^namesrv=({re.escape(HOST)}:\d+)$", re.MULTILINE)
 
 
@@ -109,6 +145,7 @@ class Command(BaseCommand):
         web_port = env_int("DEMO_PORT", DEFAULT_WEB_PORT)
         redis_port = env_int("DEMO_REDIS_PORT", DEFAULT_REDIS_PORT)
         namesrv_port = env_int("DEMO_NAMESRV_PORT", DEFAULT_NAMESRV_PORT)
+        ssh_port = env_int("DEMO_SSH_PORT", DEFAULT_SSH_PORT)
         redis_url = f"redis://{HOST}:{redis_port}/0"
         kind = os.environ.get("DEMO_CLUSTER", "sandbox").strip() or "sandbox"
         if kind not in DEMO_CLUSTERS:
@@ -135,6 +172,10 @@ class Command(BaseCommand):
             *manage, *cluster_command, "--skip-checks", "--traffic", "demo",
             "--namesrv-port", str(namesrv_port), "--traffic-dir", str(demo_dir / "traffic"),
         ], {**env, **reporting}, None if kind == "sandbox" else REAL_STOP_SECONDS)  # fmt: skip
+        ssh_keys = demo_ssh_keys(demo_dir / "ssh")
+        self._start("sshd", sshd.sshd_command(sshd.write_config(
+            demo_dir / "ssh", port=ssh_port, host_keys=[ssh_keys.host], authorized_keys=ssh_keys.authorized,
+        )), env)  # fmt: skip
         self._wait("Redis", lambda: _redis_answers(redis_url))
         # While the cluster starts: the schema and the static files, then the processes that need them.
         self._say("applying migrations, starting the Celery worker and beat and the web server")
@@ -172,9 +213,12 @@ class Command(BaseCommand):
             self._say(f"  {adopted} imported topics and groups given to {TEAM_NAME}")
         reporting_groups = self._issue_producer_tokens(cluster, team, admin, token_dir)
         self._say(f"  producer groups reporting their sends through the SDK: {', '.join(reporting_groups) or 'none'}")
+        self._wait("sshd", lambda: sshd.answers(ssh_port))
+        self._read_server_stats(cluster, ssh_keys, ssh_port)
+        self._write_history(cluster, redis_url)
         url = portal_url(web_port) + "/"
         self._wait("the web server", lambda: _http_ok(url + "healthz"))
-        self._banner(url, cluster_label, namesrv, redis_url)
+        self._banner(url, cluster_label, namesrv, redis_url, ssh_port)
         while not self.stop.wait(0.5):
             self._check_children()
         raise Interrupted
@@ -252,6 +296,33 @@ class Command(BaseCommand):
             cluster = registry.update_cluster(cluster, by=admin, namesrv_addrs=[namesrv])
         return cluster
 
+    # --- what every page shows from the start ----------------------------------------------------------------------
+
+    def _read_server_stats(self, cluster: Cluster, keys: DemoSshKeys, port: int) -> None:
+        """Give the cluster SSH access to the demo's own sshd and read its brokers' hosts now (then every five
+        minutes, on the beat's schedule). A pin of another host key on that port is the demo's own sshd with keys
+        made anew (``var/demo/ssh/`` removed): it is replaced."""
+        access = ServerAccess.objects.filter(cluster=cluster).first() or ServerAccess(cluster=cluster)
+        access.username, access.port, access.private_key = sshd.SSH_USER, port, keys.client.read_text()
+        access.full_clean()
+        access.save()
+        PinnedHostKey.objects.filter(host=sshd.HOST, port=port).exclude(public_key=keys.host_public_key).delete()
+        run = collect_server_stats(cluster, timezone.now())
+        for host, error in run.errors.items():
+            self.stderr.write(f"  server stats of {host}: {error}")
+        self._say(f"  server stats read over SSH ({sshd.HOST}:{port}) from {', '.join(run.collected) or 'no host'}")
+
+    def _write_history(self, cluster: Cluster, redis_url: str) -> None:
+        """The week of generated history, then the Spark jobs over it, on the worker (they take a minute or two)."""
+        written = demo_history.backfill(cluster, DEMO_TRAFFIC, timezone.now())
+        self._say(f"  {written} minutes of demo history written (labelled as such; measured minutes are kept)")
+        if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+            self.stderr.write("  no Java (JAVA_HOME or java on the PATH): the Spark rollups and rankings cannot run")
+            return
+        with Celery(broker=redis_url) as app:
+            app.send_task(catch_up.name, args=[CATCH_UP_HOURS])
+        self._say("  the Spark rollups and rankings of the week are running on the worker (see Job runs)")
+
     # --- children ------------------------------------------------------------------------------------------------
 
     def _start(self, name: str, argv: list[str], env: dict[str, str], stop_timeout: float | None = None) -> Child:
@@ -287,7 +358,7 @@ class Command(BaseCommand):
         self.stdout.write(text)
         self.stdout.flush()
 
-    def _banner(self, url: str, cluster_label: str, namesrv: str, redis_url: str) -> None:
+    def _banner(self, url: str, cluster_label: str, namesrv: str, redis_url: str, ssh_port: int) -> None:
         self._say(
             "\n".join(
                 [
@@ -296,11 +367,39 @@ class Command(BaseCommand):
                     f"  portal admin:  {ADMIN[0]} / {ADMIN[1]}",
                     f"  business user: {USER[0]} / {USER[1]} (team {TEAM_NAME})",
                     f"  {cluster_label}, name server {namesrv}   Redis: {redis_url}",
+                    f"  server stats over SSH: sshd on {sshd.HOST}:{ssh_port} (user {sshd.SSH_USER})",
                     f"  logs: {self.supervisor.log_dir}",
                     "Press Ctrl-C to stop everything.",
                 ]
             )
         )
+
+
+@dataclass(frozen=True)
+class DemoSshKeys:
+    """The demo sshd's host key and the key the collector logs in with (private key files; ``.pub`` beside)."""
+
+    host: Path
+    client: Path
+
+    @property
+    def authorized(self) -> str:
+        return sshd.public_key_line(self.client)
+
+    @property
+    def host_public_key(self) -> str:
+        """The host key's base64 blob, as a pin stores it."""
+        return sshd.public_key_line(self.host).split()[1]
+
+
+def demo_ssh_keys(folder: Path) -> DemoSshKeys:
+    """The keys in ``folder``, made on the first start and kept (so the pinned host key stays valid)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    keys = DemoSshKeys(host=folder / "host_ed25519", client=folder / "client_ed25519")
+    for key in (keys.host, keys.client):
+        if not key.exists():
+            sshd.keygen(key, comment="mqcloud-demo")
+    return keys
 
 
 def portal_url(web_port: int) -> str:
@@ -317,6 +416,7 @@ def child_environment(web_port: int, redis_url: str) -> dict[str, str]:
         "MQCLOUD_VAR_DIR": str(settings.VAR_DIR),
         "PORTAL_BASE_URL": portal_url(web_port),
         "PYTHONUNBUFFERED": "1",
+        "SPARK_JAVA_OPTIONS": os.environ.get("SPARK_JAVA_OPTIONS") or DEMO_SPARK_JAVA_OPTIONS,
     }
 
 

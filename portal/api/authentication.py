@@ -24,6 +24,8 @@ class ExpiringTokenAuthentication(authentication.TokenAuthentication):
     """DRF's token authentication, refusing a token older than API_TOKEN_TTL_DAYS with a message that says so."""
 
     def authenticate_credentials(self, key):
+        if not (key.isascii() and key.isalnum() and len(key) <= 64):  # a key is 40 hex digits; NUL breaks PostgreSQL
+            raise exceptions.AuthenticationFailed(_("Invalid token."))
         user, token = super().authenticate_credentials(key)
         if api_tokens.is_expired(token):
             raise exceptions.AuthenticationFailed(

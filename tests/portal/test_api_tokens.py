@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from portal.models import Cluster, ProducerGroup, ProducerToken
 from portal.services import api_tokens, producer_tokens, registry
-from tests.portal.conftest import PASSWORD
+from tests.support.factories import PASSWORD
 
 
 def token_client(key: str) -> APIClient:
@@ -131,3 +131,11 @@ def test_producer_tokens_are_untouched_by_a_password_change(member, team, portal
     registry.set_password(member, "another-long-passphrase", by=portal_admin)
     registry.update_user(member, by=portal_admin, is_active=False)
     assert ProducerToken.objects.active().count() == 1
+
+
+def test_a_key_no_token_could_have_is_refused_before_the_database_is_asked(db, django_assert_num_queries):
+    """A NUL in a text column is an error on PostgreSQL: such a key is refused as invalid, not looked up."""
+    for key in ["\x00", "abc\x00def", "é" * 40, "a" * 65]:
+        with django_assert_num_queries(0):
+            response = token_client(key).get(reverse("api:team-list"))
+        assert response.status_code == 401, key

@@ -6,8 +6,8 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from monitor.ssh import load_private_key
-from portal.crypto import EncryptedTextField
 from portal.models import Cluster
+from portal.models.crypto import EncryptedTextField
 
 
 class ServerAccess(models.Model):

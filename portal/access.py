@@ -17,75 +17,19 @@ admin* (``user.is_staff``). Rules:
   associated with it), the cluster machinery's (name servers, brokers, servers) by every signed-in user; portal
   admins see all. The owning team (portal admins for the machinery) acknowledges them. Warning channels,
   subscriptions and mutes are personal.
+
+The querysets behind ``visible_to``/``editable_by`` (``RegistryQuerySet``, ``ApplicationQuerySet``) live with their
+models and ask :func:`~portal.models.people.is_portal_admin` and :func:`~portal.models.people.team_ids`, so this
+module imports the models and no model imports it.
 """
 
 from __future__ import annotations
 
-from django.db import models
 from django.db.models import Q
 
-
-def is_portal_admin(user) -> bool:
-    return bool(user and user.is_authenticated and user.is_active and user.is_staff)
-
-
-def team_ids(user, *, admin_only: bool = False) -> frozenset[int]:
-    """Ids of the teams the user belongs to (or administers), cached on the user object for the request."""
-    if not (user and user.is_authenticated and user.is_active):
-        return frozenset()
-    cache_attr = "_portal_admin_team_ids" if admin_only else "_portal_team_ids"
-    cached = getattr(user, cache_attr, None)
-    if cached is None:
-        from portal.models import TeamRole
-
-        memberships = user.memberships.all()
-        if admin_only:
-            memberships = memberships.filter(role=TeamRole.ADMIN)
-        cached = frozenset(memberships.values_list("team_id", flat=True))
-        setattr(user, cache_attr, cached)
-    return cached
-
-
-class RegistryQuerySet(models.QuerySet):
-    """Shared by topics, consumer groups and producer groups."""
-
-    def visible_to(self, user) -> RegistryQuerySet:
-        if self.model._meta.model_name == "topic" or (user and user.is_authenticated and user.is_active):
-            return self
-        return self.none()
-
-    def editable_by(self, user) -> RegistryQuerySet:
-        if is_portal_admin(user):
-            return self
-        return self.filter(team_id__in=team_ids(user))
-
-    def owned_by(self, user) -> RegistryQuerySet:
-        """What the user's teams own (the dashboard's "my topics"), whatever the user's admin powers."""
-        return self.filter(team_id__in=team_ids(user))
-
-
-class ApplicationQuerySet(models.QuerySet):
-    def visible_to(self, user) -> ApplicationQuerySet:
-        if is_portal_admin(user):
-            return self
-        if not (user and user.is_authenticated and user.is_active):
-            return self.none()
-        from portal.models import ApplicationKind
-
-        decidable_associations = Q(
-            kind=ApplicationKind.TOPIC_ASSOCIATION, topic__team_id__in=team_ids(user, admin_only=True)
-        )
-        return self.filter(Q(applicant=user) | Q(team_id__in=team_ids(user)) | decidable_associations)
-
-    def decidable_by(self, user) -> ApplicationQuerySet:
-        from portal.models import ApplicationKind, ApplicationState
-
-        pending = self.filter(state=ApplicationState.PENDING)
-        if is_portal_admin(user):
-            return pending
-        return pending.filter(
-            kind=ApplicationKind.TOPIC_ASSOCIATION, topic__team_id__in=team_ids(user, admin_only=True)
-        )
+from portal.models import ConsumerGroup, TopicAssociation
+from portal.models.people import is_portal_admin, team_ids
+from portal.models.warnings import CLUSTER_SUBJECT_TYPES, SubjectType, Warning
 
 
 def can_see_monitoring(user) -> bool:
@@ -98,8 +42,6 @@ def lag_watch(user, team=None):
     """The consumer groups whose lag "who is lagging now" shows the user, optionally narrowed to ``team``: None
     means every group of every cluster, registered or not (portal admins, unnarrowed); else a queryset of
     registered groups (their teams' groups; another team's are none)."""
-    from portal.models import ConsumerGroup
-
     if is_portal_admin(user):
         return None if team is None else ConsumerGroup.objects.filter(team=team)
     groups = ConsumerGroup.objects.owned_by(user)
@@ -154,9 +96,6 @@ def can_open_approval_queue(user) -> bool:
 def _warnings_heard_by(user, teams):
     """Whose warnings a (non-admin) user hears as an owner: their teams' topics and groups, and the topics they
     are associated with."""
-    from portal.models import TopicAssociation
-    from portal.models.warnings import SubjectType
-
     associated = TopicAssociation.objects.filter(user=user).values("topic_id")
     return (
         Q(subject_type=SubjectType.TOPIC, topic__team_id__in=teams)
@@ -171,8 +110,6 @@ def visible_warnings(user, warnings=None):
     other signed-in users those of the cluster machinery (name servers, brokers, servers: like the broker and server
     pages, for every signed-in user) and their own (:func:`own_warnings`); anonymous visitors none. A warning on a
     topic or group the registry does not hold (no owner to hear it) is an admin's."""
-    from portal.models.warnings import CLUSTER_SUBJECT_TYPES, Warning
-
     warnings = Warning.objects.all() if warnings is None else warnings
     if is_portal_admin(user):
         return warnings
@@ -184,8 +121,6 @@ def visible_warnings(user, warnings=None):
 def own_warnings(user, warnings=None):
     """The warnings addressed to the user (the lists' "mine"): those of the topics and groups their teams own and of
     the topics they are associated with; for portal admins also the cluster machinery's, which they look after."""
-    from portal.models.warnings import CLUSTER_SUBJECT_TYPES, Warning
-
     warnings = Warning.objects.all() if warnings is None else warnings
     if not (user and user.is_authenticated and user.is_active):
         return warnings.none()

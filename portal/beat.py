@@ -10,7 +10,8 @@ from celery.schedules import crontab
 # Server stats are sampled in five-minute slots (stats.models.SERVER_SLOT); running at each slot's start (UTC, the
 # Celery time zone) puts every run in a slot of its own.
 SERVER_STATS_EXPIRES_SECONDS = 300.0
-# Per-minute collection: the fan-out runs at the start of every minute (its tasks expire when the minute ends);
+# Per-minute collection: the fan-out (the portal's, chaining each cluster's collection with its warning evaluation)
+# runs at the start of every minute (its tasks expire when the minute ends);
 # retention runs every quarter of an hour and works off any backlog in bounded batches.
 COLLECT_EXPIRES_SECONDS = 60.0
 RETENTION_EXPIRES_SECONDS = 900.0
@@ -36,7 +37,7 @@ def beat_schedule(*, registry_sync_seconds: int) -> dict[str, dict]:
             "options": {"expires": SERVER_STATS_EXPIRES_SECONDS},
         },
         "collect-all-clusters": {
-            "task": "monitor.tasks.traffic.collect_all_clusters",
+            "task": "portal.tasks.collect_all_clusters",
             "schedule": crontab(minute="*"),
             "options": {"expires": COLLECT_EXPIRES_SECONDS},
         },

@@ -1,12 +1,15 @@
 """Celery tasks of the portal: thin wrappers that take ids and call a service; running one twice is harmless."""
 
+import datetime as dt
+
 from celery import shared_task
 from django.utils import timezone
 
-from monitor import warnings as warning_rules
+from monitor.tasks.traffic import collect_cluster, probe_cluster
 from portal.models import Cluster
 from portal.models.warnings import WarningEvent
 from portal.services.sync import sync_cluster
+from portal.services.warnings import rules
 from portal.services.warnings.delivery import deliver
 from portal.services.warnings.lifecycle import reconcile
 
@@ -14,6 +17,8 @@ from portal.services.warnings.lifecycle import reconcile
 # DELIVERY_RETRY_SECONDS, doubling each time; deliveries already made are not repeated.
 DELIVERY_RETRIES = 4
 DELIVERY_RETRY_SECONDS = 60
+# A collection's warning evaluation is dropped when it waited longer than a minute: the next cycle's replaces it.
+EVALUATION_EXPIRES_SECONDS = 60.0
 
 
 @shared_task
@@ -35,6 +40,32 @@ def sync_all_registries() -> int:
 
 
 @shared_task
+def collect_all_clusters() -> int:
+    """The per-minute entry point: for every cluster, a probe and a collection chained with the warning evaluation
+    that judges it (monitor collects, the portal judges), so warnings follow the data within the minute it was
+    collected in and a slow cluster delays no other. The probe and the collection expire when their minute ends."""
+    now = timezone.now()
+    expires = now.replace(second=0, microsecond=0) + dt.timedelta(minutes=1)
+    cluster_ids = list(Cluster.objects.values_list("pk", flat=True))
+    for cluster_id in cluster_ids:
+        probe_cluster.apply_async((cluster_id,), expires=expires)
+        collection = collect_cluster.si(cluster_id).set(expires=expires)
+        evaluation = evaluate_collected_minute.s(cluster_id).set(expires=EVALUATION_EXPIRES_SECONDS)
+        (collection | evaluation).apply_async()
+    return len(cluster_ids)
+
+
+@shared_task
+def evaluate_collected_minute(collection: dict | None, cluster_id: int) -> dict[str, int] | None:
+    """The second link of a collection chain: given the collection's report, evaluate the cluster's warnings when the
+    collection ran (None when it did not: the cluster is gone, or another worker was collecting it and its own
+    chain evaluates)."""
+    if not collection or not collection.get("ran"):
+        return None
+    return evaluate_warnings(cluster_id)
+
+
+@shared_task
 def evaluate_warnings(cluster_id: int) -> dict[str, int] | None:
     """Evaluate every warning rule for one cluster (after its collection cycle) and record the transitions; each
     event's delivery is queued when its transaction commits. ``rule_errors`` counts the rules that raised for a
@@ -43,7 +74,7 @@ def evaluate_warnings(cluster_id: int) -> dict[str, int] | None:
     if cluster is None:
         return None
     now = timezone.now()
-    evaluation = warning_rules.evaluate(cluster, now)
+    evaluation = rules.evaluate(cluster, now)
     return {**reconcile(cluster, evaluation, now).counts(), "rule_errors": len(evaluation.failures)}
 
 

@@ -11,7 +11,8 @@ send timeout) every percentile between 0.1 ms and 60 s is within 1% of the exact
 
 Percentiles are nearest-rank (the value at rank ceil(q * n) of the sorted values), clamped into [min_ms, max_ms];
 rank 1 and rank n return the exact min and max. Merging adds counts, so it is exact, associative and commutative:
-percentiles over any set of clients and minutes can be computed later from the merged counts.
+percentiles over any set of clients and minutes can be computed later from the merged counts. :func:`merge_into` is
+the one merge: :meth:`Histogram.merge`, the portal's queries and the Spark rollups all call it.
 
 Serialized form (JSON; the SDK's reports, the stats tables and the Spark export all use it)::
 
@@ -109,6 +110,35 @@ def percentile_from_counts(
     raise AssertionError("unreachable: rank <= total")
 
 
+def empty() -> dict:
+    """The serialized form of a histogram holding no value: what :func:`merge_into` starts a total from."""
+    return {"v": VERSION, "counts": {}, "sum_ms": 0.0, "max_ms": 0.0, "min_ms": 0.0}
+
+
+def merge_into(total: dict, histogram: Mapping) -> dict:
+    """Add ``histogram`` into ``total`` (both in the serialized form) and return ``total``: counts added bucket by
+    bucket, sums added, min and max taken over the histograms that hold values (an empty one, whatever its min and
+    max say, changes nothing).
+
+    The one merge, so a percentile of merged minutes is the same wherever it is computed: :meth:`Histogram.merge`,
+    the portal's queries (rows of the stats tables, string keys) and the Spark rollups (a Row per minute, integer
+    keys) all call it. Bucket keys are kept as given: one total must not mix string and integer keys.
+    """
+    added = histogram["counts"]
+    if not added:
+        return total
+    counts = total["counts"]
+    if counts:
+        total["min_ms"] = min(total["min_ms"], histogram["min_ms"])
+        total["max_ms"] = max(total["max_ms"], histogram["max_ms"])
+    else:
+        total["min_ms"], total["max_ms"] = histogram["min_ms"], histogram["max_ms"]
+    for index, n in added.items():
+        counts[index] = counts.get(index, 0) + n
+    total["sum_ms"] += histogram["sum_ms"]
+    return total
+
+
 def _is_bucket_key(key: str) -> bool:
     """Whether a serialized bucket key is a bucket index written plainly ("7", not "07", "٧" or "+7")."""
     return (
@@ -150,17 +180,16 @@ class Histogram:
         self.sum_ms += ms
 
     def merge(self, other: Histogram) -> Histogram:
-        """Add another histogram's values into this one (exact); returns self."""
-        if not other.count:
-            return self
-        if self.count:
-            self.max_ms = max(self.max_ms, other.max_ms)
-            self.min_ms = min(self.min_ms, other.min_ms)
-        else:
-            self.max_ms, self.min_ms = other.max_ms, other.min_ms
-        self._counts = [a + b for a, b in zip(self._counts, other._counts, strict=True)]
+        """Add another histogram's values into this one (exact, by :func:`merge_into`); returns self.
+
+        Through the serialized form rather than the dense counters: a merge is rare next to ``record`` (the SDK
+        never merges; tests and tools do), and one merge everywhere matters more than the copies."""
+        merged = merge_into(self.to_dict(), other.to_dict())
+        self._counts = [0] * BUCKETS
+        for key, n in merged["counts"].items():
+            self._counts[int(key)] = n
         self.count += other.count
-        self.sum_ms += other.sum_ms
+        self.sum_ms, self.max_ms, self.min_ms = merged["sum_ms"], merged["max_ms"], merged["min_ms"]
         return self
 
     @classmethod

@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from tests.support.network import free_port
 
 DATABASE = "mqcloud"
 SERVER_USER = "postgres"
@@ -34,12 +35,6 @@ def pg_bin(name: str) -> str:
     if not versions:
         sys.exit(f"tests.pg: {name} not found (install Debian's postgresql package)")
     return str(versions[-1])
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class ThrowawayPostgres:

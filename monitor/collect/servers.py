@@ -22,8 +22,8 @@ import paramiko
 from monitor.collect.procfs import SERVER_COMMAND, parse_server_output
 from monitor.models import PinnedHostKey, ServerAccess
 from monitor.ssh import HostKey, SSHError, host_key_changed, load_private_key, run_command
-from portal.crypto import SecretUnreadable
 from portal.models import Broker, Cluster
+from portal.models.crypto import SecretUnreadable
 from stats.models import slot_start
 from stats.store.servers import ServerStats, store_server_samples
 

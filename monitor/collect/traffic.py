@@ -50,7 +50,7 @@ from monitor.remoting.admin import AsyncMQAdmin
 from monitor.remoting.codes import ResponseCode
 from monitor.remoting.errors import ProtocolError, RemotingError
 from portal.models import Cluster
-from portal.validation import is_system_group, is_system_topic
+from portal.models.validation import is_system_group, is_system_topic
 from stats import keys
 from stats.store.traffic import MinuteSamples, store_minute
 

@@ -2,7 +2,7 @@
 
 import django.core.validators
 import django.db.models.deletion
-import portal.crypto
+import portal.models.crypto
 from django.db import migrations, models
 
 
@@ -50,7 +50,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('username', models.CharField(max_length=32, validators=[django.core.validators.RegexValidator('^[A-Za-z_][A-Za-z0-9_.-]*$', 'Enter a valid user name.')], verbose_name='SSH user')),
                 ('port', models.PositiveIntegerField(default=22, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(65535)], verbose_name='SSH port')),
-                ('private_key', portal.crypto.EncryptedTextField(help_text='OpenSSH or PEM format, without a passphrase. It is never shown again.', verbose_name='private key')),
+                ('private_key', portal.models.crypto.EncryptedTextField(help_text='OpenSSH or PEM format, without a passphrase. It is never shown again.', verbose_name='private key')),
                 ('created_at', models.DateTimeField(auto_now_add=True, verbose_name='created at')),
                 ('updated_at', models.DateTimeField(auto_now=True, verbose_name='updated at')),
                 ('cluster', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='server_access', to='portal.cluster')),

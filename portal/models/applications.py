@@ -6,17 +6,19 @@ application stays PENDING with ``last_error`` set, and approving again is safe. 
 ``portal.services.applications`` is the only code that changes ``state``.
 """
 
+from __future__ import annotations
+
 import datetime
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from portal.access import ApplicationQuerySet
 from portal.models.cluster import Cluster
-from portal.models.people import Team
+from portal.models.people import Team, is_portal_admin, team_ids
 from portal.models.registry import ConsumerGroup, ProducerGroup, Topic
 
 # How long an approval may hold its claim before another may take over (far above the few request timeouts an
@@ -40,6 +42,26 @@ class ApplicationState(models.TextChoices):
     APPROVED = "approved", _("approved")
     REJECTED = "rejected", _("rejected")
     CANCELLED = "cancelled", _("cancelled")
+
+
+class ApplicationQuerySet(models.QuerySet):
+    def visible_to(self, user) -> ApplicationQuerySet:
+        if is_portal_admin(user):
+            return self
+        if not (user and user.is_authenticated and user.is_active):
+            return self.none()
+        decidable_associations = Q(
+            kind=ApplicationKind.TOPIC_ASSOCIATION, topic__team_id__in=team_ids(user, admin_only=True)
+        )
+        return self.filter(Q(applicant=user) | Q(team_id__in=team_ids(user)) | decidable_associations)
+
+    def decidable_by(self, user) -> ApplicationQuerySet:
+        pending = self.filter(state=ApplicationState.PENDING)
+        if is_portal_admin(user):
+            return pending
+        return pending.filter(
+            kind=ApplicationKind.TOPIC_ASSOCIATION, topic__team_id__in=team_ids(user, admin_only=True)
+        )
 
 
 class Application(models.Model):

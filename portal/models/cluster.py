@@ -3,8 +3,8 @@
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from portal.crypto import EncryptedTextField
-from portal.validation import TRACE_TOPIC
+from portal.models.crypto import EncryptedTextField
+from portal.models.validation import TRACE_TOPIC
 
 
 class Cluster(models.Model):

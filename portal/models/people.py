@@ -67,3 +67,25 @@ class UserProfile(models.Model):
 
     def __str__(self) -> str:
         return f"profile of {self.user}"
+
+
+# Who a user is to the gate (portal/access.py) and to the models' querysets, which share these two answers.
+
+
+def is_portal_admin(user) -> bool:
+    return bool(user and user.is_authenticated and user.is_active and user.is_staff)
+
+
+def team_ids(user, *, admin_only: bool = False) -> frozenset[int]:
+    """Ids of the teams the user belongs to (or administers), cached on the user object for the request."""
+    if not (user and user.is_authenticated and user.is_active):
+        return frozenset()
+    cache_attr = "_portal_admin_team_ids" if admin_only else "_portal_team_ids"
+    cached = getattr(user, cache_attr, None)
+    if cached is None:
+        memberships = user.memberships.all()
+        if admin_only:
+            memberships = memberships.filter(role=TeamRole.ADMIN)
+        cached = frozenset(memberships.values_list("team_id", flat=True))
+        setattr(user, cache_attr, cached)
+    return cached

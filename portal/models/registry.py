@@ -5,15 +5,39 @@ have no team (unowned) until a portal admin adopts them; entries the sync no lon
 flagged ``missing`` rather than deleted, so their history and ownership survive until someone decides.
 """
 
+from __future__ import annotations
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from portal.access import RegistryQuerySet
 from portal.models.cluster import Cluster
-from portal.models.people import Team
-from portal.validation import validate_group_name, validate_queue_nums, validate_tag_expression, validate_topic_name
+from portal.models.people import Team, is_portal_admin, team_ids
+from portal.models.validation import (
+    validate_group_name,
+    validate_queue_nums,
+    validate_tag_expression,
+    validate_topic_name,
+)
+
+
+class RegistryQuerySet(models.QuerySet):
+    """Shared by topics, consumer groups and producer groups."""
+
+    def visible_to(self, user) -> RegistryQuerySet:
+        if self.model._meta.model_name == "topic" or (user and user.is_authenticated and user.is_active):
+            return self
+        return self.none()
+
+    def editable_by(self, user) -> RegistryQuerySet:
+        if is_portal_admin(user):
+            return self
+        return self.filter(team_id__in=team_ids(user))
+
+    def owned_by(self, user) -> RegistryQuerySet:
+        """What the user's teams own (the dashboard's "my topics"), whatever the user's admin powers."""
+        return self.filter(team_id__in=team_ids(user))
 
 
 class RegistryState(models.TextChoices):

@@ -1,5 +1,5 @@
-"""Warnings: conditions the rules (``monitor/warnings``) find in the collected data, their lifecycle, and who hears
-about them through which channel.
+"""Warnings: conditions the rules (``portal/services/warnings/rules/``) find in the collected data, their lifecycle,
+and who hears about them through which channel.
 
 A ``Warning`` is one problem of one subject (a consumer group lagging, a broker down) from the moment its condition
 starts until it ends. Every transition — fired, repeated, resolved — is a ``WarningEvent`` row with the condition
@@ -29,85 +29,21 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from portal.crypto import EncryptedTextField
 from portal.models.cluster import Broker, Cluster
+from portal.models.crypto import EncryptedTextField
 from portal.models.registry import ConsumerGroup, ProducerGroup, Topic
 
-
-class WarningKind(models.TextChoices):
-    CONSUMER_LAG = "consumer_lag", _("consumer lag")
-    CLIENT_BLOCKED = "client_blocked", _("consumer client blocked")
-    OFFSET_MOVED = "offset_moved", _("consumer offset error (OFFSET_MOVED_EVENT)")
-    SUBSCRIPTION_MISMATCH = "subscription_mismatch", _("inconsistent subscriptions in a consumer group")
-    CONSUME_FAILURES = "consume_failures", _("consume failures (messages sent back for retry)")
-    DEAD_LETTERS = "dead_letters", _("messages reaching the dead letter queue")
-    PRODUCE_ERRORS = "produce_errors", _("produce errors")
-    TRAFFIC_SURGE = "traffic_surge", _("topic traffic surge")
-    TRAFFIC_DROP = "traffic_drop", _("topic traffic drop")
-    NAMESERVER_DOWN = "nameserver_down", _("name server down")
-    BROKER_DOWN = "broker_down", _("broker down")
-    SLAVE_LAG = "slave_lag", _("slave falling behind its master")
-    SERVER_CPU = "server_cpu", _("server CPU usage")
-    SERVER_MEMORY = "server_memory", _("server memory usage")
-    SERVER_DISK = "server_disk", _("server disk usage")
-    SERVER_LOAD = "server_load", _("server load")
-    SERVER_TCP = "server_tcp", _("server TCP connections")
-
-
-class SubjectType(models.TextChoices):
-    TOPIC = "topic", _("topic")
-    CONSUMER_GROUP = "consumer_group", _("consumer group")
-    PRODUCER_GROUP = "producer_group", _("producer group")
-    NAMESERVER = "nameserver", _("name server")
-    BROKER = "broker", _("broker")
-    SERVER = "server", _("server")
-
-
-# The subject type each kind is raised for (see the module docstring). Topic, group and producer kinds go to the
-# subject's owners and associated users; the cluster-level ones (name server, broker, server) to portal admins.
-KIND_SUBJECT: dict[str, str] = {
-    WarningKind.CONSUMER_LAG: SubjectType.CONSUMER_GROUP,
-    WarningKind.CLIENT_BLOCKED: SubjectType.CONSUMER_GROUP,
-    WarningKind.OFFSET_MOVED: SubjectType.CONSUMER_GROUP,
-    WarningKind.SUBSCRIPTION_MISMATCH: SubjectType.CONSUMER_GROUP,
-    WarningKind.CONSUME_FAILURES: SubjectType.CONSUMER_GROUP,
-    WarningKind.DEAD_LETTERS: SubjectType.CONSUMER_GROUP,
-    WarningKind.PRODUCE_ERRORS: SubjectType.PRODUCER_GROUP,
-    WarningKind.TRAFFIC_SURGE: SubjectType.TOPIC,
-    WarningKind.TRAFFIC_DROP: SubjectType.TOPIC,
-    WarningKind.NAMESERVER_DOWN: SubjectType.NAMESERVER,
-    WarningKind.BROKER_DOWN: SubjectType.BROKER,
-    WarningKind.SLAVE_LAG: SubjectType.BROKER,
-    WarningKind.SERVER_CPU: SubjectType.SERVER,
-    WarningKind.SERVER_MEMORY: SubjectType.SERVER,
-    WarningKind.SERVER_DISK: SubjectType.SERVER,
-    WarningKind.SERVER_LOAD: SubjectType.SERVER,
-    WarningKind.SERVER_TCP: SubjectType.SERVER,
-}
-CLUSTER_SUBJECT_TYPES = frozenset({SubjectType.NAMESERVER, SubjectType.BROKER, SubjectType.SERVER})
-
-
-def is_cluster_kind(kind: str) -> bool:
-    """Whether warnings of ``kind`` concern the cluster's machinery (admins hear them) rather than a team's entry."""
-    return KIND_SUBJECT[kind] in CLUSTER_SUBJECT_TYPES
-
-
-class Severity(models.TextChoices):
-    INFO = "info", _("info")
-    WARNING = "warning", _("warning")
-    CRITICAL = "critical", _("critical")
-
-
-class ThresholdScope(models.TextChoices):
-    DEFAULT = "default", _("default (all subjects)")
-    TOPIC = "topic", _("topic")
-    CONSUMER_GROUP = "consumer_group", _("consumer group")
-    PRODUCER_GROUP = "producer_group", _("producer group")
+# The vocabulary lives in warning_kinds (shared with the rules' parameters); most of the portal reads it from here.
+from portal.models.warning_kinds import CLUSTER_SUBJECT_TYPES as CLUSTER_SUBJECT_TYPES
+from portal.models.warning_kinds import KIND_SUBJECT as KIND_SUBJECT
+from portal.models.warning_kinds import Severity, SubjectType, ThresholdScope, WarningKind
+from portal.models.warning_kinds import is_cluster_kind as is_cluster_kind
+from portal.models.warning_params import validate_threshold
 
 
 class WarningThreshold(models.Model):
     """Parameters of one kind's rule: the default (set by portal admins; overrides the built-in defaults in
-    ``portal/services/warnings/thresholds.py``) or an override for one topic or group (set by its owning team).
+    ``portal/models/warning_params.py``) or an override for one topic or group (set by its owning team).
     ``params`` holds only the keys that differ; validation per kind lives in the thresholds service and runs from
     ``clean()``."""
 
@@ -161,8 +97,6 @@ class WarningThreshold(models.Model):
         }.get(self.scope)
 
     def clean(self):
-        from portal.services.warnings.thresholds import validate_threshold
-
         validate_threshold(self)
 
 

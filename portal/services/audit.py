@@ -14,8 +14,8 @@ import json
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from portal.crypto import EncryptedTextField
 from portal.models import AuditEntry, Cluster, ConsumerGroup
+from portal.models.crypto import EncryptedTextField
 
 SECRET_MASK = "********"
 

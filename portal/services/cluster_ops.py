@@ -23,6 +23,9 @@ send to slaves, and so fails on them.)
 the registry knows but the name server no longer lists is down (a name server forgets a broker whose connection
 drops), and acting without it would leave that broker without the topic, so that is an error too, as is a cluster
 with no master at all. Wire errors become :class:`ClusterOperationError` naming the broker and RocketMQ's reason.
+
+The brownfield sync (``portal/services/sync.py``) reads what the masters hold through :func:`read_registry_tables`,
+which returns each read's error instead of raising it: a master that cannot be read says nothing about its tables.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
@@ -279,3 +283,55 @@ def delete_subscription_group(cluster: Cluster, name: str) -> None:
                 admin.delete_subscription_group(addr, name, remove_offset=True)
         for topic in (retry_topic(name), dlq_topic(name)):
             _delete_topic(admin, masters, topic)
+
+
+@dataclass
+class MasterTables:
+    """What one master holds: its topic configs by name and its subscription groups' names, or the error that kept
+    them from being read."""
+
+    broker: Broker
+    topics: dict[str, b.TopicConfig] = field(default_factory=dict)
+    groups: list[str] = field(default_factory=list)
+    error: RemotingClientError | None = None
+
+
+@dataclass
+class RegistryTables:
+    """The name servers' ordered topics (``ORDER_TOPIC_CONFIG``; empty with ``ordered_error`` set when they could
+    not be read) and each master's tables."""
+
+    ordered_topics: set[str]
+    ordered_error: RemotingClientError | None
+    masters: list[MasterTables]
+
+
+def read_registry_tables(cluster: Cluster, masters: list[Broker]) -> RegistryTables:
+    """GET_ALL_TOPIC_CONFIG and GET_ALL_SUBSCRIPTIONGROUP_CONFIG of every master in ``masters``, and the ordered
+    topics, as mqadmin's ``topicList``/``consumerProgress`` read them; read errors are returned, never raised."""
+    with admin_for(cluster) as admin:
+        try:
+            ordered, ordered_error = _ordered_topics(admin), None
+        except RemotingClientError as exc:
+            ordered, ordered_error = set(), exc
+        tables = []
+        for master in masters:
+            try:
+                topics = admin.get_all_topic_config(master.address).topic_config_table
+                groups = admin.get_all_subscription_group(master.address).subscription_group_table
+            except RemotingClientError as exc:
+                tables.append(MasterTables(master, error=exc))
+                continue
+            tables.append(MasterTables(master, topics=dict(topics), groups=list(groups)))
+    return RegistryTables(ordered, ordered_error, tables)
+
+
+def _ordered_topics(admin: MQAdmin) -> set[str]:
+    """Topics with an ORDER_TOPIC_CONFIG entry in the name servers: that entry, not the broker's flag, is what makes
+    a 4.x topic ordered (``updateTopic -o true`` writes it)."""
+    try:
+        return set(admin.get_kv_list_by_namespace(ORDER_TOPIC_NAMESPACE).table)
+    except RemotingError as exc:
+        if exc.code == ResponseCode.QUERY_NOT_FOUND:  # no ordered topic at all
+            return set()
+        raise

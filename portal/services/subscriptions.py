@@ -24,7 +24,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from portal.models import RegistryState, Subscription, Topic
-from portal.validation import validate_tag_expression
+from portal.models.validation import validate_tag_expression
 from stats import keys
 from stats.models import ClientMinute
 from stats.queries.clients import latest_clients

@@ -31,12 +31,9 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE
-from monitor.remoting.codes import ResponseCode
-from monitor.remoting.errors import RemotingClientError, RemotingError
 from portal.models import Broker, Cluster, ConsumerGroup, Origin, RegistryState, Subscription, Topic
+from portal.models.validation import is_system_group, is_system_topic
 from portal.services import audit, cluster_ops, subscriptions
-from portal.validation import is_system_group, is_system_topic
 from stats.queries.clients import latest_clients
 
 logger = logging.getLogger(__name__)
@@ -179,44 +176,27 @@ def _sync(cluster: Cluster, report: SyncReport) -> None:
 def _read_masters(cluster: Cluster, masters: list[Broker], report: SyncReport) -> _Seen:
     """Topic configs and subscription groups of every master; a master that fails is an error, not an empty one."""
     seen = _Seen()
-    with cluster_ops.admin_for(cluster) as admin:
-        try:
-            ordered = _ordered_topics(admin)
-        except RemotingClientError as exc:
+    tables = cluster_ops.read_registry_tables(cluster, masters)
+    if tables.ordered_error is not None:
+        report.errors.append(
+            _("The name servers' list of ordered topics could not be read: %(error)s") % {"error": tables.ordered_error}
+        )
+    for master in tables.masters:
+        if master.error is not None:
             report.errors.append(
-                _("The name servers' list of ordered topics could not be read: %(error)s") % {"error": exc}
+                _("%(broker)s (%(address)s) could not be read: %(error)s")
+                % {"broker": master.broker.broker_name, "address": master.broker.address, "error": master.error}
             )
-            ordered = set()
-        for master in masters:
-            try:
-                topic_table = admin.get_all_topic_config(master.address).topic_config_table
-                group_table = admin.get_all_subscription_group(master.address).subscription_group_table
-            except RemotingClientError as exc:
-                report.errors.append(
-                    _("%(broker)s (%(address)s) could not be read: %(error)s")
-                    % {"broker": master.broker_name, "address": master.address, "error": exc}
-                )
+            continue
+        for name, config in master.topics.items():
+            if is_system_topic(name):
                 continue
-            for name, config in topic_table.items():
-                if is_system_topic(name):
-                    continue
-                queue_nums = max(config.read_queue_nums, config.write_queue_nums)
-                known = seen.topics.setdefault(name, {"queue_nums": queue_nums, "ordered": name in ordered})
-                known["queue_nums"] = max(known["queue_nums"], queue_nums)
-                known["ordered"] = known["ordered"] or config.order
-            seen.groups.update(name for name in group_table if not is_system_group(name))
+            queue_nums = max(config.read_queue_nums, config.write_queue_nums)
+            known = seen.topics.setdefault(name, {"queue_nums": queue_nums, "ordered": name in tables.ordered_topics})
+            known["queue_nums"] = max(known["queue_nums"], queue_nums)
+            known["ordered"] = known["ordered"] or config.order
+        seen.groups.update(name for name in master.groups if not is_system_group(name))
     return seen
-
-
-def _ordered_topics(admin) -> set[str]:
-    """Topics with an ORDER_TOPIC_CONFIG entry in the name servers: that entry, not the broker's flag, is what makes
-    a 4.x topic ordered (``updateTopic -o true`` writes it)."""
-    try:
-        return set(admin.get_kv_list_by_namespace(ORDER_TOPIC_NAMESPACE).table)
-    except RemotingError as exc:
-        if exc.code == ResponseCode.QUERY_NOT_FOUND:  # no ordered topic at all
-            return set()
-        raise
 
 
 def _rocketmq_own_topics(cluster: Cluster) -> set[str]:

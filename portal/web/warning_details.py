@@ -1,7 +1,7 @@
 """What the warning page shows of the figures a rule kept (``Warning.details``: the JSON the latest condition carried,
-see ``monitor/warnings/*.py``): each figure as a labelled value in an ops engineer's units (messages, seconds, %,
-bytes; yes/no; "—" for a value the rule could not know), each list of queues, clients or mounts as a table whose
-columns are labelled, and the chart of the subject's series the warning is about, around its time, with its period
+see ``portal/services/warnings/rules/*.py``): each figure as a labelled value in an ops engineer's units (messages,
+seconds, %, bytes; yes/no; "—" for a value the rule could not know), each list of queues, clients or mounts as a table
+whose columns are labelled, and the chart of the subject's series the warning is about, around its time, with its period
 shaded. Python's repr of the JSON (``{'messages': 50}``, ``True``, ``None``) never reaches the page.
 
 A key the labels below do not know (a rule added a figure) is still shown, its name made readable, so a new figure

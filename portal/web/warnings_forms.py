@@ -13,7 +13,7 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 
 from portal.models import ChannelKind, WarningKind
-from portal.services.warnings.thresholds import PARAMS, Param
+from portal.models.warning_params import PARAMS, Param
 from portal.web.forms import ServiceForm
 
 YES_NO = {True: _("yes"), False: _("no")}

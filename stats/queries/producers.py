@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from stats.charts import Point
-from stats.histogram import percentile_from_counts
+from stats.histogram import empty, merge_into, percentile_from_counts
 from stats.models import ProducerLatencyRollup, ProducerMinute
 from stats.queries.source import Coverage, bucket_start, by_bucket, coverage, resolution_for
 from stats.queries.traffic import minutes
@@ -51,14 +51,12 @@ class _Merged:
     """The reports of one point merged: bucket counts added, min/max kept exact, sends and exceptions summed over
     its reported minutes (minute rows each count their minute once; a rollup row brings its ``minutes``)."""
 
-    __slots__ = ("counts", "exceptions", "max_ms", "min_ms", "reported", "rolled_minutes", "sends")
+    __slots__ = ("exceptions", "histogram", "reported", "rolled_minutes", "sends")
 
     def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
+        self.histogram = empty()
         self.sends = 0
         self.exceptions = 0
-        self.min_ms: float | None = None
-        self.max_ms: float | None = None
         self.reported: set[dt.datetime] = set()
         self.rolled_minutes = 0
 
@@ -73,17 +71,16 @@ class _Merged:
             self.rolled_minutes += row["minutes"]
         self.sends += row["count"]
         self.exceptions += row["exception_count"]
-        histogram = row["histogram"]
-        counts = self.counts
-        for index, n in histogram["counts"].items():
-            counts[index] = counts.get(index, 0) + n
-        if histogram["counts"]:
-            low, high = histogram["min_ms"], histogram["max_ms"]
-            self.min_ms = low if self.min_ms is None else min(self.min_ms, low)
-            self.max_ms = high if self.max_ms is None else max(self.max_ms, high)
+        merge_into(self.histogram, row["histogram"])
+
+    @property
+    def max_ms(self) -> float | None:
+        """The slowest send of the point; None when none of its sends recorded a latency."""
+        return self.histogram["max_ms"] if self.histogram["counts"] else None
 
     def percentile(self, q: float) -> float | None:
-        return percentile_from_counts(self.counts, q, min_ms=self.min_ms, max_ms=self.max_ms)
+        merged = self.histogram
+        return percentile_from_counts(merged["counts"], q, min_ms=merged["min_ms"], max_ms=merged["max_ms"])
 
 
 @dataclass(frozen=True)

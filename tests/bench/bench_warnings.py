@@ -319,7 +319,7 @@ def run() -> dict[str, float]:
             connection.settings_dict.setdefault("TEST", {})["NAME"] = str(Path(tmp) / "bench.sqlite3")
         old_name = connection.creation.create_test_db(verbosity=0)
         try:
-            from monitor.warnings import evaluate
+            from portal.services.warnings.rules import evaluate
 
             now = dt.datetime.now(dt.UTC).replace(second=20, microsecond=0)
             cluster = Cluster.objects.get(pk=_build(now))

@@ -28,20 +28,20 @@ from portal.services import applications, audit, notifications, producer_tokens,
 from portal.services.warnings import channels, subscriptions
 from stats.models import JobRun, JobState, Ranking, RankingKind, ServerSample
 from tests.fuzz import oracles, runner
-from tests.portal import conftest as portal_fixtures
+from tests.support import portal_world
+from tests.support.factories import make_user
 
-# The portal tests' fixtures, reused: pytest finds a fixture by the name it has in a conftest.
-fast_password_hashing = portal_fixtures.fast_password_hashing
-sandbox = portal_fixtures.sandbox
-cluster = portal_fixtures.cluster
-team = portal_fixtures.team
-other_team = portal_fixtures.other_team
-member = portal_fixtures.member
-outsider = portal_fixtures.outsider
-portal_admin = portal_fixtures.portal_admin
-topic = portal_fixtures.topic
+# The portal tests' world, reused: pytest finds a fixture by the name it has in a conftest.
+fast_password_hashing = portal_world.fast_password_hashing
+sandbox = portal_world.sandbox
+cluster = portal_world.cluster
+team = portal_world.team
+other_team = portal_world.other_team
+member = portal_world.member
+outsider = portal_world.outsider
+portal_admin = portal_world.portal_admin
+topic = portal_world.topic
 
-ACTORS = ("anonymous", "member", "portal_admin")
 SERVER_HOST = "10.0.0.7"
 
 
@@ -139,7 +139,7 @@ def world(fuzz_settings, sandbox, cluster, team, other_team, member, outsider, p
     """One of everything, the logged-in clients of the three actors, and what the strategies draw from."""
     w = SimpleNamespace(sandbox=sandbox, cluster=cluster, team=team, other_team=other_team, topic=topic,
                         member=member, outsider=outsider, admin=portal_admin)  # fmt: skip
-    Membership.objects.create(team=team, user=portal_fixtures.make_user("leo"), role=TeamRole.ADMIN)
+    Membership.objects.create(team=team, user=make_user("leo"), role=TeamRole.ADMIN)
     for build in (_registry, _workflow, _warnings, _stats):
         build(w)
     w.token = producer_tokens.issue(w.producer, by=member)

@@ -16,6 +16,8 @@ from rest_framework import serializers
 
 import portal
 
+# Whom every endpoint is fuzzed as: nobody signed in, a member of the owning team, a portal admin.
+ACTORS = ("anonymous", "member", "portal_admin")
 # The HTTP methods tried on a page (a plain function view does not say which it serves: 405 is an answer too).
 PAGE_METHODS = ("GET", "POST")
 # Methods every DRF view answers by itself; OPTIONS is kept (it renders serializer metadata), HEAD is GET's twin.

@@ -9,8 +9,7 @@ example rolls back the database only)."""
 import pytest
 
 from tests.fuzz import runner, strategies
-from tests.fuzz.conftest import ACTORS
-from tests.fuzz.targets import endpoints
+from tests.fuzz.targets import ACTORS, endpoints
 
 # The schema and its two viewers build the whole OpenAPI document on every request: a few examples say as much.
 EXPENSIVE = {"api:schema": 0.15, "api:docs": 0.15, "api:redoc": 0.15}

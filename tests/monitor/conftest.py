@@ -5,7 +5,6 @@ listen on 127.0.0.1, so that is the "broker host" sshd serves."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,12 +12,7 @@ from pathlib import Path
 import pytest
 
 from monitor.launcher.sshd import Sshd, keygen, public_key_line
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.support.network import free_port
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from monitor.remoting.errors import RemotingError
 from monitor.sandbox.traffic import Plan
 from monitor.sandbox.traffic.profiles import consumer, producer
 from stats.models import BlockedQueueMinute, ClientMinute, ConsumeMinute, GroupMinute, QueueLagMinute
-from tests.monitor.traffic_helpers import OPTIONS, WAIT, collect, plan, running, stored, wait_for
+from tests.monitor.traffic_helpers import OPTIONS, WAIT, collect, plan, running, stored
+from tests.support.waiting import wait_for
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
 
@@ -59,7 +60,7 @@ def test_lag_is_what_the_brokers_hold_unconsumed_and_its_age_that_of_the_last_co
             def committed() -> int:
                 return sum(o.consumer_offset for o in admin.examine_consume_stats(group, topic).offset_table.values())
 
-            wait_for(lambda: committed() >= 40, what="some consumed and committed")
+            wait_for(lambda: committed() >= 40, what="some consumed and committed", timeout=WAIT)
     with MQAdmin(traffic_sandbox.namesrv_addr) as admin:
         queues = admin.examine_consume_stats(group, topic).offset_table
     lagging = {mq: o for mq, o in queues.items() if o.lag > 0}
@@ -88,7 +89,7 @@ def test_lag_is_what_the_brokers_hold_unconsumed_and_its_age_that_of_the_last_co
 def test_online_clients_their_connections_and_subscriptions(registered, traffic_sandbox, tmp_path):
     topic, group = "TopicClients", "cg_clients"
     with running(traffic_sandbox, plan(topic, group, rate=2.0), tmp_path) as run:
-        wait_for(lambda: run.status(f"consumer {group}").get("received"), what="consumer running")
+        wait_for(lambda: run.status(f"consumer {group}").get("received"), what="consumer running", timeout=WAIT)
         collect(registered)
 
     (client,) = ClientMinute.objects.filter(cluster_id=registered.pk, group=group)
@@ -119,6 +120,7 @@ def test_clients_of_one_group_subscribing_differently_are_flagged(registered, tr
                 else False
             ),
             what="both clients online",
+            timeout=WAIT,
         )
         collect(registered)
 
@@ -135,13 +137,15 @@ def test_queues_a_hung_consumer_is_stuck_on_are_blocked(registered, traffic_sand
     topic, group = "TopicHung", "cg_hung"
     # Every callback hangs: both threads are stuck on their first message, the rest wait in the client.
     with running(traffic_sandbox, plan(topic, group, rate=10.0, block_every=1), tmp_path) as run:
-        wait_for(lambda: run.status(f"consumer {group}").get("blocked", 0) == 2, what="both threads stuck")
+        wait_for(
+            lambda: run.status(f"consumer {group}").get("blocked", 0) == 2, what="both threads stuck", timeout=WAIT
+        )
 
         def blocked() -> list[BlockedQueueMinute]:
             collect(registered)
             return list(BlockedQueueMinute.objects.filter(cluster_id=registered.pk, group=group))
 
-        rows = wait_for(blocked, what="blocked queues")
+        rows = wait_for(blocked, what="blocked queues", timeout=WAIT)
         health = GroupMinute.objects.get(cluster_id=registered.pk, group=group)
     assert health.blocked_queues == len(rows) > 0
     assert {row.topic for row in rows} == {topic}
@@ -205,13 +209,15 @@ def test_a_broadcasting_groups_lag_is_its_furthest_behind_clients(registered, tr
         )
         try:
             assert client.stdout.readline().strip() == "STARTED"
-            (client_id,) = wait_for(lambda: master.consumers.get(group) and master.consumers.get(group).client_ids())
+            (client_id,) = wait_for(
+                lambda: master.consumers.get(group) and master.consumers.get(group).client_ids(), timeout=WAIT
+            )
 
             def holding_every_queue() -> bool:
                 info = admin.get_consumer_running_info(group, client_id, broker_addr=master.addr)
                 return len([mq for mq in info.mq_table if mq.topic == topic]) == 8
 
-            wait_for(holding_every_queue, what="the client holds every queue")
+            wait_for(holding_every_queue, what="the client holds every queue", timeout=WAIT)
             with running(traffic_sandbox, plan(topic, rate=20.0), tmp_path / "producer") as run:
                 sent = run.stop_producers(at_least=20)
             collect(registered)

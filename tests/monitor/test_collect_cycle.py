@@ -15,7 +15,8 @@ from monitor.remoting.body import SubscriptionGroupConfig, TopicConfig
 from stats import keys
 from stats.models import BrokerProbe, ClusterMinute, ConsumeMinute, OffsetMovedEvent, TopicMinute
 from stats.store.traffic import delete_expired
-from tests.monitor.traffic_helpers import collect, plan, running, stats_requests, wait_for
+from tests.monitor.traffic_helpers import WAIT, collect, plan, running, stats_requests
+from tests.support.waiting import wait_for
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
 
@@ -97,7 +98,9 @@ def test_keys_proved_idle_are_not_asked_and_read_zero(registered, traffic_sandbo
     topic, group = "TopicIdleLater", "cg_idle_later"
     with running(traffic_sandbox, plan(topic, group), tmp_path) as run, MQAdmin(traffic_sandbox.namesrv_addr) as admin:
         run.stop_producers(at_least=10)
-        wait_for(lambda: admin.examine_consume_stats(group, topic).total_diff == 0, what="consumer caught up")
+        wait_for(
+            lambda: admin.examine_consume_stats(group, topic).total_diff == 0, what="consumer caught up", timeout=WAIT
+        )
     manual_stats.sample()
     at = timezone.now().replace(second=0, microsecond=0)
 

@@ -9,7 +9,8 @@ from monitor.collect.probe import probe_cluster
 from monitor.remoting.admin import MQAdmin
 from monitor.remoting.codes import RequestCode, ResponseCode
 from stats.models import BrokerMinute, BrokerProbe, ClusterMinute, ConsumeMinute, NameServerProbe, TopicMinute
-from tests.monitor.traffic_helpers import collect, plan, running, wait_for
+from tests.monitor.traffic_helpers import WAIT, collect, plan, running
+from tests.support.waiting import wait_for
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
 
@@ -39,7 +40,9 @@ def test_a_stopped_broker_shows_as_down_and_its_figures_as_gaps(registered, traf
         MQAdmin(traffic_sandbox.namesrv_addr) as admin,
     ):
         run.stop_producers(at_least=5)
-        wait_for(lambda: admin.examine_consume_stats(group, topic).total_diff == 0, what="consumer caught up")
+        wait_for(
+            lambda: admin.examine_consume_stats(group, topic).total_diff == 0, what="consumer caught up", timeout=WAIT
+        )
     at = timezone.now().replace(second=0, microsecond=0)
     collect(registered, at)  # the cluster as it was: where the topic and the group live
     traffic_sandbox.stop_broker("broker-b")

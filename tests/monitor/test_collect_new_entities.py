@@ -15,7 +15,8 @@ from portal.services import cluster_ops
 from stats import keys
 from stats.models import ClusterMinute, ConsumeMinute, TopicMinute
 from stats.queries.traffic import group_traffic, topic_traffic
-from tests.monitor.traffic_helpers import collect, plan, running, wait_for
+from tests.monitor.traffic_helpers import WAIT, collect, plan, running
+from tests.support.waiting import wait_for
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
 
@@ -126,7 +127,9 @@ def test_a_new_groups_first_window_not_yet_sampled_is_a_gap(registered, traffic_
         MQAdmin(traffic_sandbox.namesrv_addr) as admin,
     ):
         sent = run.stop_producers(at_least=10)
-        wait_for(lambda: admin.examine_consume_stats(group, topic).total_diff == 0, what="consumer caught up")
+        wait_for(
+            lambda: admin.examine_consume_stats(group, topic).total_diff == 0, what="consumer caught up", timeout=WAIT
+        )
 
     collect(registered, at + 2 * MINUTE)  # the brokers have not sampled the new key yet
     manual_stats.sample()
@@ -148,7 +151,9 @@ def test_a_new_group_behind_is_counted_from_its_first_minute(registered, traffic
     collect(registered, at + MINUTE)
     # Every callback hangs: the consumer pulls its first messages and stays behind.
     with running(traffic_sandbox, plan(topic, group, rate=5.0, block_every=1), tmp_path) as run:
-        wait_for(lambda: run.status(f"consumer {group}").get("blocked", 0) == 2, what="both threads stuck")
+        wait_for(
+            lambda: run.status(f"consumer {group}").get("blocked", 0) == 2, what="both threads stuck", timeout=WAIT
+        )
         run.stop_producers(at_least=10)
         manual_stats.sample()
         pulled = in_window(traffic_sandbox, keys.GROUP_GET_NUMS, keys.group_key(topic, group))

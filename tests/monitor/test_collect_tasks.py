@@ -1,6 +1,6 @@
-"""The per-minute tasks and their beat entries: thin tasks taking ids, a fan-out whose tasks expire with their
-minute, and retention every quarter of an hour. Tasks run in-process here (called directly, or eagerly through
-``apply_async``)."""
+"""The per-minute tasks and their beat entries: thin tasks taking ids, the portal's fan-out chaining each collection
+with its warning evaluation (monitor collects, the portal judges) and expiring with its minute, and retention every
+quarter of an hour. Tasks run in-process here (called directly, or eagerly through ``apply_async``)."""
 
 import contextlib
 import datetime as dt
@@ -10,8 +10,9 @@ from celery.signals import task_postrun
 from django.utils import timezone
 
 from monitor.collect import lease
-from monitor.tasks.traffic import collect_all_clusters, collect_cluster, delete_expired_minutes, probe_cluster
+from monitor.tasks.traffic import collect_cluster, delete_expired_minutes, probe_cluster
 from portal.celery import app as celery_app
+from portal.tasks import collect_all_clusters, evaluate_collected_minute
 from stats.models import BrokerProbe, ClusterMinute, NameServerProbe
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
@@ -39,25 +40,29 @@ def tasks_run():
         task_postrun.disconnect(record)
 
 
-def test_each_collection_cycle_queues_the_clusters_warning_evaluation_once_committed(
-    registered, eager, django_capture_on_commit_callbacks
-):
-    with tasks_run() as ran, django_capture_on_commit_callbacks(execute=True) as queued:
-        collect_cluster(registered.pk)
+def test_each_collection_cycle_is_followed_by_the_clusters_warning_evaluation(registered, eager):
+    with tasks_run() as ran:
+        collect_all_clusters()
 
-    assert len(queued) == 1
-    assert ran == [("portal.tasks.evaluate_warnings", (registered.pk,))]
+    names = [name for name, _ in ran]
+    assert names.index("monitor.tasks.traffic.collect_cluster") < names.index("portal.tasks.evaluate_collected_minute")
+    assert ("portal.tasks.evaluate_collected_minute", (registered.pk,)) in [(n, a[-1:]) for n, a in ran]
 
 
-def test_a_collection_that_found_the_cluster_busy_queues_no_evaluation(
-    registered, eager, django_capture_on_commit_callbacks
-):
+def test_a_collection_that_found_the_cluster_busy_is_not_evaluated(registered, eager):
     lease.claim(registered)
 
-    with tasks_run() as ran, django_capture_on_commit_callbacks(execute=True):
-        assert collect_cluster(registered.pk)["ran"] == 0
+    with tasks_run() as ran:
+        collect_all_clusters()
 
-    assert ran == []
+    evaluations = [args for name, args in ran if name == "portal.tasks.evaluate_collected_minute"]
+    assert [args[0]["ran"] for args in evaluations] == [0]
+
+
+def test_the_evaluation_link_judges_only_a_collection_that_ran(registered):
+    assert evaluate_collected_minute(None, registered.pk) is None  # the cluster was gone
+    assert evaluate_collected_minute({"ran": 0}, registered.pk) is None  # another worker's chain evaluates
+    assert evaluate_collected_minute({"ran": 1}, registered.pk)["rule_errors"] == 0
 
 
 def test_the_tasks_for_a_cluster_gone_do_nothing(db):

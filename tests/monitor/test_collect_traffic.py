@@ -8,7 +8,8 @@ from django.utils import timezone
 
 from monitor.remoting.admin import MQAdmin
 from stats.models import BrokerMinute, ClusterMinute, ConsumeMinute, QueueLagMinute, TopicMinute
-from tests.monitor.traffic_helpers import collect, plan, running, stored, wait_for
+from tests.monitor.traffic_helpers import WAIT, collect, plan, running, stored
+from tests.support.waiting import wait_for
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
 
@@ -23,8 +24,10 @@ def test_production_and_consumption_equal_what_the_clients_did(registered, traff
     topic, group = "TopicCounted", "cg_counted"
     with running(traffic_sandbox, plan(topic, group), tmp_path) as run, MQAdmin(traffic_sandbox.namesrv_addr) as admin:
         sent = run.stop_producers(at_least=40)
-        wait_for(lambda: run.status(f"consumer {group}").get("received", 0) >= sent, what="consumer caught up")
-        wait_for(lambda: consumed(admin, group, topic) == (sent, sent), what="offsets committed")
+        wait_for(
+            lambda: run.status(f"consumer {group}").get("received", 0) >= sent, what="consumer caught up", timeout=WAIT
+        )
+        wait_for(lambda: consumed(admin, group, topic) == (sent, sent), what="offsets committed", timeout=WAIT)
         received = run.status(f"consumer {group}")["received"]
     manual_stats.sample()
 
@@ -59,8 +62,10 @@ def test_reads_served_by_the_slave_are_counted(registered, traffic_sandbox, manu
     traffic_plan = plan(topic, group, backlog=600, rate=2.0, threads=1)
     with running(traffic_sandbox, traffic_plan, tmp_path) as run, MQAdmin(traffic_sandbox.namesrv_addr) as admin:
         sent = run.stop_producers(at_least=600)
-        wait_for(lambda: run.status(f"consumer {group}").get("received", 0) >= sent, what="consumer caught up")
-        wait_for(lambda: consumed(admin, group, topic) == (sent, sent), what="offsets committed")
+        wait_for(
+            lambda: run.status(f"consumer {group}").get("received", 0) >= sent, what="consumer caught up", timeout=WAIT
+        )
+        wait_for(lambda: consumed(admin, group, topic) == (sent, sent), what="offsets committed", timeout=WAIT)
         received = run.status(f"consumer {group}")["received"]
     manual_stats.sample()
 
@@ -76,7 +81,7 @@ def test_a_minute_collected_again_is_unchanged(registered, traffic_sandbox, manu
     topic, group = "TopicAgain", "cg_again"
     with running(traffic_sandbox, plan(topic, group), tmp_path) as run, MQAdmin(traffic_sandbox.namesrv_addr) as admin:
         sent = run.stop_producers(at_least=20)
-        wait_for(lambda: consumed(admin, group, topic) == (sent, sent), what="offsets committed")
+        wait_for(lambda: consumed(admin, group, topic) == (sent, sent), what="offsets committed", timeout=WAIT)
     manual_stats.sample()
     at = timezone.now().replace(second=5, microsecond=0)
 

@@ -8,8 +8,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from monitor.models import PinnedHostKey, ServerAccess
-from portal.crypto import decrypt
 from portal.models import Cluster
+from portal.models.crypto import decrypt
 
 
 @pytest.fixture

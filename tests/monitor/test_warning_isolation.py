@@ -10,9 +10,10 @@ import math
 import pytest
 from django.utils import timezone
 
-from monitor.warnings import RuleFailure, consumers, evaluate
 from portal.models import Cluster, ConsumerGroup, NameServer, Team
 from portal.models.warnings import SubjectType, ThresholdScope, Warning, WarningKind, WarningState, WarningThreshold
+from portal.services.warnings.rules import RuleFailure, evaluate
+from portal.services.warnings.rules.consumers import group_state, lag, queues
 from portal.tasks import evaluate_warnings
 from tests.monitor.warning_rows import NOW, Minute, T, collected, minutes_before
 
@@ -46,16 +47,17 @@ def two_teams_lagging(cluster):
     return cluster
 
 
-def breaking(monkeypatch, name: str, subject: str) -> None:
-    """Make ``consumers.<name>`` raise whenever its arguments mention ``subject`` (a rule's bug on a rare path)."""
-    original = getattr(consumers, name)
+def breaking(monkeypatch, module, name: str, subject: str) -> None:
+    """Make ``<module>.<name>`` (a consumer rule module) raise whenever its arguments mention ``subject`` (a rule's
+    bug on a rare path)."""
+    original = getattr(module, name)
 
     def rule(*args, **kwargs):
         if subject in repr(args):
             raise ZeroDivisionError(f"cannot judge {subject}")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(consumers, name, rule)
+    monkeypatch.setattr(module, name, rule)
 
 
 def test_a_stored_lag_threshold_out_of_range_does_not_stop_other_teams_lag_warnings(two_teams_lagging):
@@ -75,9 +77,9 @@ def test_a_stored_lag_threshold_out_of_range_does_not_stop_other_teams_lag_warni
 def test_a_subject_whose_judging_raises_is_logged_counted_and_unjudged_while_every_other_is_judged(
     two_teams_lagging, monkeypatch, caplog
 ):
-    breaking(monkeypatch, "_lag_condition", "cg_payments")
+    breaking(monkeypatch, lag, "_lag_condition", "cg_payments")
 
-    with caplog.at_level(logging.ERROR, logger="monitor.warnings"):
+    with caplog.at_level(logging.ERROR, logger="portal.services.warnings.rules"):
         evaluation = evaluate(two_teams_lagging, NOW)
 
     assert [c.subject_name for c in evaluation.of_kind(LAG)] == ["cg_orders"]
@@ -91,7 +93,7 @@ def test_a_subject_whose_judging_raises_is_logged_counted_and_unjudged_while_eve
 
 
 def test_a_kind_whose_rule_raises_is_left_out_and_its_familys_other_kinds_still_count(two_teams_lagging, monkeypatch):
-    breaking(monkeypatch, "blocked_conditions", "isolation")
+    breaking(monkeypatch, queues, "blocked_conditions", "isolation")
 
     evaluation = evaluate(two_teams_lagging, NOW)
 
@@ -102,7 +104,7 @@ def test_a_kind_whose_rule_raises_is_left_out_and_its_familys_other_kinds_still_
 
 
 def test_a_family_that_raises_is_counted_and_the_other_families_still_count(two_teams_lagging, monkeypatch):
-    breaking(monkeypatch, "_health", "isolation")  # read first, by every consumer kind
+    breaking(monkeypatch, group_state, "group_health", "isolation")  # read first, by every consumer kind
 
     evaluation = evaluate(two_teams_lagging, NOW)
 
@@ -111,7 +113,7 @@ def test_a_family_that_raises_is_counted_and_the_other_families_still_count(two_
 
 
 def test_a_condition_whose_details_cannot_be_stored_is_a_failure_of_its_subject(two_teams_lagging, monkeypatch):
-    original = consumers._lag_condition
+    original = lag._lag_condition
 
     def odd_figure(ctx, entry, *args):
         condition = original(ctx, entry, *args)
@@ -119,7 +121,7 @@ def test_a_condition_whose_details_cannot_be_stored_is_a_failure_of_its_subject(
             condition.details["consumed_per_second"] = math.inf
         return condition
 
-    monkeypatch.setattr(consumers, "_lag_condition", odd_figure)
+    monkeypatch.setattr(lag, "_lag_condition", odd_figure)
 
     evaluation = evaluate(two_teams_lagging, NOW)
 
@@ -135,7 +137,7 @@ def test_the_task_counts_rule_errors_and_a_failed_subjects_warning_stays_open(
     lagging(cluster, now - dt.timedelta(minutes=1), "cg_payments", "cg_orders")
     with django_capture_on_commit_callbacks():
         assert evaluate_warnings(cluster.pk) == {"fired": 2, "repeated": 0, "resolved": 0, "rule_errors": 0}
-    breaking(monkeypatch, "_lag_condition", "cg_payments")
+    breaking(monkeypatch, lag, "_lag_condition", "cg_payments")
     lagging(cluster, now, "cg_payments")  # cg_orders has caught up; cg_payments still lags, but cannot be judged
 
     with django_capture_on_commit_callbacks():

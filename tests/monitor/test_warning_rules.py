@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from monitor.warnings import evaluate
 from portal.models import Cluster, ConsumerGroup, NameServer, Team
 from portal.models.warnings import Severity, SubjectType, WarningKind
 from portal.services.warnings.lifecycle import stored_summary
+from portal.services.warnings.rules import evaluate
 from tests.monitor.warning_rows import (
     NOW,
     Minute,

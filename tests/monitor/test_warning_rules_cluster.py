@@ -8,10 +8,10 @@ import pytest
 from django.utils import timezone
 
 from monitor.models import ServerAccess
-from monitor.warnings import evaluate
 from portal.models import Broker, Cluster, NameServer, ProducerGroup, Team, Topic
 from portal.models.warnings import Severity, SubjectType, WarningKind
 from portal.services.warnings.lifecycle import stored_summary
+from portal.services.warnings.rules import evaluate
 from stats.histogram import Histogram
 from stats.models import BrokerProbe, NameServerProbe, ProducerMinute
 from stats.store.health import store_probes

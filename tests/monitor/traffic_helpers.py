@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from monitor.collect.traffic import CollectReport, collect_cluster
@@ -27,29 +27,12 @@ from monitor.sandbox.stats import DAY_SAMPLE_PERIOD_MS, MINUTE_SAMPLE_PERIOD_MS
 from monitor.sandbox.traffic import Plan, Traffic, TrafficClient, TrafficOptions
 from monitor.sandbox.traffic.profiles import consumer, producer
 from portal.models import Cluster
+from tests.support.waiting import wait_for
 
 WAIT = 60.0
 OPTIONS = TrafficOptions(rate=20.0, amplitude=0.0, backlog=0, status_interval=0.2)
 # A consumer this many bytes behind the commit log's end is sent to the slave (4.9.4: 40% of RAM).
 SLAVE_BEHIND_BYTES = 16 * 1024
-
-
-def wait_for(
-    condition: Callable[[], object],
-    timeout: float = WAIT,
-    what: str = "condition",
-    state: Callable[[], object] | None = None,
-):
-    """Poll ``condition`` until it is true; on timeout the failure says what ``state`` (if given) last was."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"{what} not reached in {timeout:g} s" + (
-            f" (last: {state()})" if state else ""
-        )
-        time.sleep(0.1)
 
 
 class ManualStats:
@@ -111,7 +94,11 @@ class Run:
     def stop_producers(self, at_least: int) -> int:
         """Once every producer has stored ``at_least`` messages, stop them; returns how many they stored."""
         producers = [c for c in self.clients if c.spec["role"] == "producer"]
-        wait_for(lambda: all(c.status().get("sent", 0) >= at_least for c in producers), what="producers sending")
+        wait_for(
+            lambda: all(c.status().get("sent", 0) >= at_least for c in producers),
+            what="producers sending",
+            timeout=WAIT,
+        )
         for c in producers:
             c.terminate()
         deadline = time.monotonic() + 10

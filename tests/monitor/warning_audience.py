@@ -28,13 +28,13 @@ from typing import NamedTuple
 from django.contrib.auth import get_user_model
 from django.utils import translation
 
-from monitor.warnings.conditions import Evaluation
 from portal.models import Cluster, Membership, Notification, Team, TeamRole
 from portal.models.warnings import ChannelKind, Delivery, DeliveryStatus, Transition, WarningKind, is_cluster_kind
 from portal.services.warnings import subscriptions
 from portal.services.warnings.channels import create_channel, default_channels
 from portal.services.warnings.delivery import deliver
 from portal.services.warnings.lifecycle import Reconciled, reconcile
+from portal.services.warnings.rules.conditions import Evaluation
 from tests.monitor.warning_rows import admin_user
 from tests.portal.warning_servers import SmtpServer, WebhookServer
 

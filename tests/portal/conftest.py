@@ -1,77 +1,18 @@
-"""Fixtures shared by the portal tests: the five actors of the authorization matrix, a registered cluster backed
-by a real sandbox cluster, and a few registry entries."""
+"""Fixtures of the portal tests: the portal's test world (:mod:`tests.support.portal_world`: the five actors of the
+authorization matrix, a registered cluster backed by a real sandbox cluster, a topic) and the one Chromium browser
+of the page tests."""
 
-import pytest
-from django.contrib.auth import get_user_model
-
-from monitor.sandbox.cluster import SandboxCluster
-from portal.models import Cluster, Membership, NameServer, Team, TeamRole, Topic
-from tests.portal.browser import browser  # noqa: F401  (the one Chromium fixture, for the page tests)
-
-PASSWORD = "correct-horse-battery"
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    """Logins in tests need no protection against brute force; Django's default hasher costs ~0.3 s a login."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def make_user(username: str, *, staff: bool = False):
-    return get_user_model().objects.create_user(username=username, password=PASSWORD, is_staff=staff)
-
-
-@pytest.fixture
-def team(db):
-    return Team.objects.create(name="payments")
-
-
-@pytest.fixture
-def other_team(db):
-    return Team.objects.create(name="logistics")
-
-
-@pytest.fixture
-def member(team):
-    user = make_user("mia")
-    Membership.objects.create(team=team, user=user, role=TeamRole.MEMBER)
-    return user
-
-
-@pytest.fixture
-def team_admin(team):
-    user = make_user("tom")
-    Membership.objects.create(team=team, user=user, role=TeamRole.ADMIN)
-    return user
-
-
-@pytest.fixture
-def outsider(other_team):
-    user = make_user("olga")
-    Membership.objects.create(team=other_team, user=user, role=TeamRole.MEMBER)
-    return user
-
-
-@pytest.fixture
-def portal_admin(db):
-    return make_user("ada", staff=True)
-
-
-@pytest.fixture(scope="session")
-def sandbox():
-    """One real sandbox cluster (two broker names, master+slave each) for the session; tests use distinct names."""
-    with SandboxCluster(brokers=2, slaves=True) as cluster:
-        yield cluster
-
-
-@pytest.fixture
-def cluster(db, sandbox):
-    """The sandbox registered in the portal (name servers only; brokers are discovered by the services)."""
-    registered = Cluster.objects.create(name="sandbox")
-    NameServer.objects.create(cluster=registered, address=sandbox.namesrv_addr)
-    return registered
-
-
-@pytest.fixture
-def topic(cluster, team):
-    return Topic.objects.create(cluster=cluster, team=team, name="PAY_ORDER_CREATED", queue_nums=8)
+from tests.portal.browser import browser  # noqa: F401
+from tests.support.factories import make_user  # noqa: F401  (until test_services_applications.py imports it)
+from tests.support.portal_world import (  # noqa: F401
+    cluster,
+    fast_password_hashing,
+    member,
+    other_team,
+    outsider,
+    portal_admin,
+    sandbox,
+    team,
+    team_admin,
+    topic,
+)

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from portal.models import AuditEntry
 from portal.services import registry
-from tests.portal.conftest import PASSWORD
+from tests.support.factories import PASSWORD
 
 User = get_user_model()
 NEW_PASSWORD = "plum-orbit-lantern-42"

@@ -9,7 +9,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from portal.services import api_tokens
-from tests.portal.conftest import PASSWORD
+from tests.support.factories import PASSWORD
 
 
 def token_for(username: str, password: str = PASSWORD):

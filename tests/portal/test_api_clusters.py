@@ -1,26 +1,18 @@
 """Clusters and brokers through the API: portal admins register a cluster (its brokers are discovered from the
 sandbox's name server) and change it; the ACL secret goes in and never comes back out."""
 
-import socket
-
 import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from portal.models import AuditEntry, Broker, BrokerRole, Cluster
+from tests.support.network import closed_port_addr
 
 
 def logged_in(user) -> APIClient:
     client = APIClient()
     client.force_login(user)
     return client
-
-
-def closed_port_addr() -> str:
-    """A 127.0.0.1 address nothing listens on (connections are refused at once)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{sock.getsockname()[1]}"
 
 
 def test_a_portal_admin_registers_a_cluster_and_its_brokers_are_discovered(sandbox, portal_admin):

@@ -6,7 +6,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from portal.models import AuditEntry, Membership, Team, TeamRole
-from tests.portal.conftest import make_user
+from tests.support.factories import make_user
 
 
 def logged_in(user) -> APIClient:

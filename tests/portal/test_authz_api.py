@@ -30,7 +30,7 @@ from portal.models import (
 from portal.models.warnings import ChannelKind, SubjectType, Warning, WarningKind
 from portal.services import applications, audit, notifications
 from portal.services.warnings import channels, subscriptions
-from tests.portal.conftest import PASSWORD, make_user
+from tests.support.factories import PASSWORD, make_user
 
 ACTORS = ("anonymous", "outsider", "member", "team_admin", "portal_admin")
 

@@ -8,9 +8,9 @@ from django.urls import reverse
 
 from portal.models import Cluster, Membership, ProducerGroup, TeamRole, Topic
 from stats.store.producers import store_producer_minutes
-from tests.portal.conftest import make_user
 from tests.portal.test_browser_charts import logged_in, open_charts
 from tests.portal.test_producer_pages import ago, stored
+from tests.support.factories import make_user
 
 LINK = '<a href="https://evil.example/">10.0.0.9@1</a>'
 BOLD_BROKER = "<b>broker-a</b>"

@@ -32,7 +32,7 @@ from stats.models import BrokerMinute, BrokerProbe, ClusterMinute, ConsumeMinute
 from stats.store.traffic import MinuteSamples, store_minute
 from tests.monitor.traffic_helpers import collect, plan, running
 from tests.portal.browser import ARTIFACTS
-from tests.portal.conftest import PASSWORD, make_user
+from tests.support.factories import PASSWORD, make_user
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
 

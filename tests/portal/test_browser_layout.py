@@ -15,7 +15,6 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from monitor.warnings.conditions import Condition, Evaluation
 from portal.celery import app as celery_app
 from portal.models import (
     Application,
@@ -41,6 +40,7 @@ from portal.models.warnings import SubjectType
 from portal.services import producer_tokens
 from portal.services.warnings import channels, subscriptions
 from portal.services.warnings.lifecycle import reconcile
+from portal.services.warnings.rules.conditions import Condition, Evaluation
 from portal.tasks import deliver_warning_event  # noqa: F401  (registered, the lifecycle's by-name call runs eagerly)
 from stats.models import (
     BlockedQueueMinute,
@@ -55,9 +55,9 @@ from stats.models import (
 from stats.store.traffic import MinuteSamples, store_minute
 from tests.portal import test_browser_charts as charts
 from tests.portal.browser import ARTIFACTS
-from tests.portal.conftest import make_user
 from tests.portal.test_authz_pages import ACTORS, MATRIX
 from tests.portal.warning_snapshots import GROUP, SNAPSHOTS, TOPIC
+from tests.support.factories import make_user
 
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}

@@ -15,7 +15,7 @@ from portal.models import Cluster, ConsumerGroup, Membership, Team, TeamRole, To
 from sparkjobs.load import Replacement, replace_windows
 from stats.models import JobRun, JobState, Ranking, RankingKind
 from tests.portal.browser import ARTIFACTS
-from tests.portal.conftest import PASSWORD, make_user
+from tests.support.factories import PASSWORD, make_user
 
 pytestmark = pytest.mark.slow
 

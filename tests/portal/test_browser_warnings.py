@@ -9,7 +9,6 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from monitor.warnings.conditions import Condition, Evaluation
 from portal.celery import app as celery_app
 from portal.models import (
     Cluster,
@@ -25,13 +24,14 @@ from portal.models import (
 )
 from portal.models.warnings import SubjectType
 from portal.services.warnings.lifecycle import reconcile
+from portal.services.warnings.rules.conditions import Condition, Evaluation
 from portal.tasks import deliver_warning_event  # noqa: F401  (registered, the lifecycle's by-name call runs eagerly)
 from portal.web.monitoring import WARNING_COLOR
 from stats.models import ClusterMinute, ConsumeMinute
 from stats.store.traffic import MinuteSamples, store_minute
 from tests.portal import test_browser_charts as charts
 from tests.portal.browser import ARTIFACTS
-from tests.portal.conftest import make_user
+from tests.support.factories import make_user
 
 ZONE = charts.ZONE
 SUMMARY = "GID_BILLING is 52,000 messages (14 min) behind on ORDERS; 3 of 4 queues stalled"

@@ -29,6 +29,8 @@ from monitor.remoting import body as b
 from monitor.remoting.admin import MQAdmin
 from portal.management.commands.demo import ADMIN, CATCH_UP_HOURS, DEMO_CLUSTERS, USER
 from portal.tasks import sync_registry
+from tests.support.network import free_port
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -38,20 +40,6 @@ STOP_DEADLINE = 60.0
 REAL_STOP_DEADLINE = 240.0  # the real brokers' shutdown hooks, seconds each on a loaded machine
 CONTENT_DEADLINE = 300.0  # every page has content within five minutes of `make demo`
 WEEK_OF_MINUTES = 7 * 24 * 60
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not (result := condition()):
-        assert time.monotonic() < deadline, f"{what}: not reached in time"
-        time.sleep(0.1)
-    return result
 
 
 def running(pid: int) -> bool:

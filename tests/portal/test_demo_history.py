@@ -20,7 +20,7 @@ from portal.web.monitoring import Window, labelled, topic_charts
 from stats.charts import Series
 from stats.models import BrokerMinute, ClusterMinute, ConsumeMinute, Ranking, RankingKind, TopicMinute
 from stats.store.traffic import MinuteSamples, store_minute
-from tests.portal.conftest import make_user
+from tests.support.factories import make_user
 
 NOW = dt.datetime(2026, 3, 9, 12, 0, 30, tzinfo=dt.UTC)
 WEEK = 7 * 24 * 60

@@ -9,7 +9,8 @@ from monitor.sandbox.traffic import Plan
 from monitor.sandbox.traffic.profiles import consumer
 from portal.models import AuditEntry, ConsumerGroup, Origin, Subscription, Topic
 from portal.services.sync import sync_cluster
-from tests.monitor.traffic_helpers import collect, running, wait_for
+from tests.monitor.traffic_helpers import WAIT, collect, running
+from tests.support.waiting import wait_for
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
 
@@ -37,7 +38,7 @@ def test_a_group_created_on_the_cluster_shows_its_clients_subscription_until_the
         topics={topic: 4}, groups={group: 16}, clients=[consumer(group, topic, expression="TagA || TagB")]
     )
     with running(traffic_sandbox, traffic_plan, tmp_path):
-        wait_for(lambda: online(traffic_sandbox, group, 1), what="the consumer online")
+        wait_for(lambda: online(traffic_sandbox, group, 1), what="the consumer online", timeout=WAIT)
         first = sync_cluster(registered)  # imports the topic and the group; nothing collected yet
         collect(registered)
 
@@ -88,7 +89,7 @@ def test_clients_subscribing_unlike_the_registry_and_each_other_are_marked(
         ],
     )
     with running(traffic_sandbox, traffic_plan, tmp_path):
-        wait_for(lambda: online(traffic_sandbox, group, 2), what="both consumers online")
+        wait_for(lambda: online(traffic_sandbox, group, 2), what="both consumers online", timeout=WAIT)
         collect(registered)
 
     text, check = views(member, billing)

@@ -20,8 +20,8 @@ from django.urls import reverse
 from django.utils import translation
 
 from portal.models import UserProfile
-from portal.validation import validate_topic_name
-from tests.portal.conftest import make_user
+from portal.models.validation import validate_topic_name
+from tests.support.factories import make_user
 
 LOCALE_DIR = Path(settings.LOCALE_PATHS[0])
 # Where the portal's translatable strings live (what `make messages` extracts from; stats/ has the chart ranges).

@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from tests.portal.conftest import PASSWORD
+from tests.support.factories import PASSWORD
 
 LIMIT = settings.AXES_FAILURE_LIMIT
 

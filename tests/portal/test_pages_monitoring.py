@@ -427,7 +427,7 @@ def test_a_portal_admin_narrows_the_list_to_one_team(client, portal_admin, other
 
 
 def test_a_user_without_a_team_sees_nobody_lagging(client, db, fleet):
-    from tests.portal.conftest import make_user
+    from tests.support.factories import make_user
 
     client.force_login(make_user("nobody"))
 

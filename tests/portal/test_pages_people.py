@@ -19,7 +19,7 @@ from portal.models import (
 )
 from portal.services.notifications import notify
 from portal.services.profiles import update_profile
-from tests.portal.conftest import PASSWORD, make_user
+from tests.support.factories import PASSWORD, make_user
 
 NOON_UTC = datetime.datetime(2024, 5, 1, 12, 0, tzinfo=datetime.UTC)
 

@@ -1,6 +1,6 @@
 """The secrets the portal generates for itself on a fresh install (the encryption key of stored secrets in
-portal/crypto.py, the session-signing key in portal/env.py) are created exactly once, even when the web server, the
-Celery worker and beat start at the same moment: every process ends up with the same key, none fails."""
+portal/models/crypto.py, the session-signing key in portal/env.py) are created exactly once, even when the web server,
+the Celery worker and beat start at the same moment: every process ends up with the same key, none fails."""
 
 import multiprocessing
 import os
@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
-from portal import crypto
 from portal.env import ImproperEnvironment, read_or_create_secret, secret_key
+from portal.models import crypto
 
 STARTING_PROCESSES = 12
 

@@ -29,7 +29,7 @@ from portal.models import (
     TopicAssociation,
 )
 from portal.services import applications, cluster_ops
-from portal.services.applications import InvalidTransition
+from portal.services.applications import InvalidTransition, workflow
 from portal.services.cluster_ops import ClusterOperationError
 from tests.portal.conftest import make_user
 
@@ -846,7 +846,7 @@ def test_two_concurrent_approvals_act_once(member, team, portal_admin, own_clust
     first_on_cluster = threading.Event()
     a_thread_finished = threading.Event()
     acted, outcomes = [], {}
-    real_claim, real_create_topic = applications._claim, cluster_ops.create_topic
+    real_claim, real_create_topic = workflow._claim, cluster_ops.create_topic
 
     def claim(app):
         if both_checked.wait() != 0:
@@ -859,7 +859,7 @@ def test_two_concurrent_approvals_act_once(member, team, portal_admin, own_clust
         a_thread_finished.wait(10)
         real_create_topic(*args)
 
-    monkeypatch.setattr(applications, "_claim", claim)
+    monkeypatch.setattr(workflow, "_claim", claim)
     monkeypatch.setattr(cluster_ops, "create_topic", create_topic)
 
     def approve_as(user):

@@ -6,7 +6,7 @@ from django.utils.translation import get_language, gettext_lazy
 from portal.models import AuditEntry, Cluster, ConsumerGroup, Notification, ProducerGroup, Topic
 from portal.services import audit, notifications
 from portal.services.profiles import update_profile
-from tests.portal.conftest import make_user
+from tests.support.factories import make_user
 
 
 def test_snapshot_is_json_with_foreign_keys_as_ids(topic):

@@ -1,21 +1,13 @@
 """Registry services: registering and editing clusters, adopting unowned entries, descriptions, teams."""
 
-import socket
-
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from monitor.sandbox.cluster import SandboxCluster
 from portal.models import AuditEntry, BrokerRole, Cluster, Membership, NameServer, Origin, Team, TeamRole, Topic
 from portal.services import audit, registry
-from tests.portal.conftest import make_user
-
-
-def closed_port_addr() -> str:
-    """An address nothing listens on (the port was free a moment ago): connections are refused at once."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
+from tests.support.factories import make_user
+from tests.support.network import closed_port_addr
 
 
 @pytest.fixture

@@ -28,9 +28,9 @@ from portal.models import (
     RegistryState,
     Topic,
 )
+from portal.models.validation import is_system_group, is_system_topic
 from portal.services import registry
 from portal.services.sync import SYNC_LEASE, SyncReport, sync_cluster
-from portal.validation import is_system_group, is_system_topic
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from monitor.warnings.conditions import Condition, Evaluation
 from portal.models import (
     Channel,
     ChannelKind,
@@ -26,6 +25,7 @@ from portal.models.warnings import SubjectType
 from portal.services.warnings import channels, subscriptions
 from portal.services.warnings.delivery import deliver
 from portal.services.warnings.lifecycle import reconcile
+from portal.services.warnings.rules.conditions import Condition, Evaluation
 from tests.portal.warning_servers import LOCAL_RECEIVERS, WebhookServer
 
 LAG = WarningKind.CONSUMER_LAG

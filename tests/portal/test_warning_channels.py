@@ -12,7 +12,6 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
 
-from monitor.warnings.conditions import Condition, Evaluation
 from portal.models import Cluster, ConsumerGroup, Notification
 from portal.models.warnings import Channel, ChannelKind, Delivery, SubjectType, WarningKind
 from portal.services.warnings import subscriptions
@@ -26,6 +25,7 @@ from portal.services.warnings.channels import (
 )
 from portal.services.warnings.delivery import deliver, send_test
 from portal.services.warnings.lifecycle import reconcile
+from portal.services.warnings.rules.conditions import Condition, Evaluation
 from tests.portal.warning_servers import LOCAL_RECEIVERS, SmtpServer, WebhookServer
 
 T0 = dt.datetime(2026, 11, 22, 7, 0, tzinfo=dt.UTC)

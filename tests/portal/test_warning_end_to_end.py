@@ -25,8 +25,9 @@ from portal.models.warnings import (
 from portal.services.warnings import subscriptions
 from portal.services.warnings.channels import create_channel, default_channels
 from portal.tasks import evaluate_warnings
-from tests.monitor.traffic_helpers import collect, plan, running, wait_for
+from tests.monitor.traffic_helpers import WAIT, collect, plan, running
 from tests.portal.warning_servers import LOCAL_RECEIVERS, SmtpServer, WebhookServer
+from tests.support.waiting import wait_for
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
 
@@ -104,12 +105,12 @@ def test_a_lagging_consumer_tells_its_owner_once_and_again_when_it_is_over(
     ) as run:
         run.stop_producers(at_least=400)
         with MQAdmin(traffic_sandbox.namesrv_addr) as admin:
-            wait_for(lambda: committed(admin) >= 40, what="some consumed and committed")
+            wait_for(lambda: committed(admin) >= 40, what="some consumed and committed", timeout=WAIT)
     with MQAdmin(traffic_sandbox.namesrv_addr) as admin:
         lag, newest = lag_and_newest_consumed(admin)
         assert lag > 50
         # The oldest waiting message must have waited longer than the 1 s threshold.
-        wait_for(lambda: time.time() * 1000 - newest > 2000, what="the backlog to age")
+        wait_for(lambda: time.time() * 1000 - newest > 2000, what="the backlog to age", timeout=WAIT)
 
     first = evaluate_and_deliver(registered, django_capture_on_commit_callbacks)
 
@@ -134,7 +135,7 @@ def test_a_lagging_consumer_tells_its_owner_once_and_again_when_it_is_over(
     recovery = Plan(topics={TOPIC: 1}, groups={GROUP: 16}, clients=[consumer(GROUP, TOPIC)])
     with running(traffic_sandbox, recovery, tmp_path / "recovery"):
         with MQAdmin(traffic_sandbox.namesrv_addr) as admin:
-            wait_for(lambda: lag_and_newest_consumed(admin)[0] == 0, what="the consumer to catch up")
+            wait_for(lambda: lag_and_newest_consumed(admin)[0] == 0, what="the consumer to catch up", timeout=WAIT)
         evaluate_and_deliver(registered, django_capture_on_commit_callbacks)
 
     warning.refresh_from_db()

@@ -7,7 +7,6 @@ import datetime as dt
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from monitor.warnings.conditions import Condition, Evaluation
 from portal.models import AuditEntry, Cluster, ConsumerGroup, Membership, TeamRole, Topic
 from portal.models.warnings import (
     SubjectType,
@@ -21,8 +20,9 @@ from portal.models.warnings import (
 )
 from portal.services.warnings import lifecycle
 from portal.services.warnings.lifecycle import acknowledge, reconcile
+from portal.services.warnings.rules.conditions import Condition, Evaluation
 from portal.tasks import deliver_warning_event, evaluate_warnings
-from tests.portal.conftest import make_user
+from tests.support.factories import make_user
 
 T0 = dt.datetime(2026, 11, 22, 7, 0, tzinfo=dt.UTC)
 LAG = WarningKind.CONSUMER_LAG

@@ -15,7 +15,6 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from monitor.warnings.conditions import Condition, Evaluation
 from portal.models import (
     Broker,
     Channel,
@@ -35,6 +34,7 @@ from portal.models.warnings import SubjectType
 from portal.services.warnings import channels, subscriptions
 from portal.services.warnings.delivery import deliver
 from portal.services.warnings.lifecycle import reconcile
+from portal.services.warnings.rules.conditions import Condition, Evaluation
 from portal.services.warnings.thresholds import thresholds_for
 from portal.web.monitoring import WARNING_COLOR
 from tests.portal.warning_servers import LOCAL_RECEIVERS, WebhookServer

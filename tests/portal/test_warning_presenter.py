@@ -9,10 +9,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from monitor.warnings.conditions import Condition, Evaluation
 from portal.models import Broker, Cluster, ConsumerGroup, NameServer, ProducerGroup, Subscription, Topic, Warning
 from portal.models.warnings import WarningKind
 from portal.services.warnings.lifecycle import reconcile
+from portal.services.warnings.rules.conditions import Condition, Evaluation
 from portal.web.monitoring import WARNING_COLOR
 from portal.web.warning_details import LABELS, present
 from tests.monitor.test_warning_rules import found, lagging_group

@@ -14,7 +14,7 @@ from portal.models.warnings import ChannelKind, SubjectType, Warning, WarningKin
 from portal.services.warnings import subscriptions
 from portal.services.warnings.channels import create_channel, default_channels, set_enabled
 from portal.services.warnings.recipients import recipients
-from tests.portal.conftest import make_user
+from tests.support.factories import make_user
 
 NOW = dt.datetime(2026, 11, 22, 7, 0, tzinfo=dt.UTC)
 

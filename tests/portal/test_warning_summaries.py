@@ -3,7 +3,8 @@ signed-in user, in each recipient's language in e-mail, in-app and webhook notif
 never sentences; a row stored with only an English sentence (before the figures were kept) still shows it.
 
 The warning here is opened as the product opens it: a consumer group's lag written through the stats store, judged
-by the real rule (``monitor.warnings.evaluate``) and reconciled (``portal.services.warnings.lifecycle``)."""
+by the real rule (``portal.services.warnings.rules.evaluate``) and reconciled
+(``portal.services.warnings.lifecycle``)."""
 
 import html
 import re
@@ -13,7 +14,6 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone, translation
 
-from monitor.warnings import evaluate
 from portal.models import (
     ChannelKind,
     Cluster,
@@ -33,11 +33,12 @@ from portal.services.warnings import subscriptions, summaries
 from portal.services.warnings.channels import create_channel, default_channels
 from portal.services.warnings.delivery import deliver
 from portal.services.warnings.lifecycle import reconcile
+from portal.services.warnings.rules import evaluate
 from stats import keys
 from tests.monitor.test_warning_rules import lagging_group
 from tests.monitor.warning_rows import NOW
-from tests.portal.conftest import make_user
 from tests.portal.warning_servers import LOCAL_RECEIVERS, SmtpServer, WebhookServer
+from tests.support.factories import make_user
 
 LAG = WarningKind.CONSUMER_LAG
 ENGLISH = (
@@ -209,8 +210,8 @@ def test_a_chinese_recipient_is_told_in_chinese_by_e_mail_in_app_and_webhook(fir
 
 # --- every kind ---------------------------------------------------------------------------------------------------
 
-# One condition of each kind as its rule words it (figures shaped as monitor/warnings/*.py stores them), with the
-# branches that add clauses switched on.
+# One condition of each kind as its rule words it (figures shaped as portal/services/warnings/rules/ stores them),
+# with the branches that add clauses switched on.
 EXAMPLES = {
     WarningKind.CONSUMER_LAG: ("cg_orders", {
         "minute": "2026-03-02T10:00:00+00:00", "state": "catching_up", "lag": 52_000, "lag_seconds": 840.0,

@@ -8,16 +8,9 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from portal.models import AuditEntry, Cluster, ConsumerGroup, ProducerGroup, Topic
+from portal.models.warning_params import BUILTIN, PARAMS, kinds_for, validate_params
 from portal.models.warnings import SubjectType, ThresholdScope, WarningKind, WarningThreshold
-from portal.services.warnings.thresholds import (
-    BUILTIN,
-    PARAMS,
-    kinds_for,
-    set_default,
-    set_override,
-    thresholds_for,
-    validate_params,
-)
+from portal.services.warnings.thresholds import set_default, set_override, thresholds_for
 
 LAG = WarningKind.CONSUMER_LAG
 

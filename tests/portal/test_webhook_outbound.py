@@ -17,7 +17,6 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from monitor.warnings.conditions import Condition, Evaluation
 from portal.env import ImproperEnvironment, env_networks
 from portal.models import Cluster, ConsumerGroup
 from portal.models.warnings import Channel, ChannelKind, Delivery, SubjectType, WarningKind
@@ -26,6 +25,7 @@ from portal.services.warnings import subscriptions
 from portal.services.warnings.channels import create_channel
 from portal.services.warnings.delivery import deliver, send_test
 from portal.services.warnings.lifecycle import reconcile
+from portal.services.warnings.rules.conditions import Condition, Evaluation
 from tests.portal.warning_servers import LOCAL_RECEIVERS, ScriptedServer, WebhookServer, read_request
 
 SECRET = b"AKIA-METADATA-SECRET-4711"

@@ -15,16 +15,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from aiosmtpd.controller import Controller
 
+from tests.support.network import free_port
+
 OK_ROBOT = (200, b'{"errcode": 0, "errmsg": "ok"}')
 # Webhooks refuse loopback unless the admins' allow-list names it: what tests posting to these servers set as
 # ``settings.WEBHOOK_ALLOWED_NETWORKS``.
 LOCAL_RECEIVERS = ["127.0.0.0/8"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class _Keeper:

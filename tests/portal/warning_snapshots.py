@@ -1,7 +1,7 @@
-"""What the warning rules keep of a condition (its ``details``, stored on the warning and in each event's snapshot),
-one realistic example per rule family, shaped exactly as ``monitor/warnings/*.py`` builds them: nested figures,
-booleans, missing values (None), lists of queues. The warning page's presenter tests and the layout tests in a real
-browser share them; ``test_warning_presenter.py`` also runs the real lag rule so the shapes cannot drift unseen."""
+"""What the warning rules keep of a condition (its ``details``, stored on the warning and in each event's snapshot), one
+realistic example per rule family, shaped exactly as ``portal/services/warnings/rules/*.py`` builds them: nested
+figures, booleans, missing values (None), lists of queues. The warning page's presenter tests and the layout tests in a
+real browser share them; ``test_warning_presenter.py`` also runs the real lag rule so the shapes cannot drift unseen."""
 
 from __future__ import annotations
 

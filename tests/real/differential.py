@@ -15,7 +15,7 @@ import fnmatch
 import re
 import subprocess
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from monitor.remoting.errors import ProtocolError, RemotingError
 from monitor.remoting.message import MessageExt, decode_messages
 from monitor.remoting.sync import run_sync
 from tests.sandbox.test_broker_messaging import client_process
+from tests.support.waiting import wait_for
 
 # --- the scenario ------------------------------------------------------------------------------------------------
 
@@ -293,14 +294,6 @@ def stop_consumer(process: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached in {timeout:.0f} s: {what}")
-        time.sleep(0.2)
 
 
 # --- answers as trees --------------------------------------------------------------------------------------------

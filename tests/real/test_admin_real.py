@@ -23,7 +23,8 @@ from monitor.remoting.codes import ResponseCode
 from monitor.remoting.errors import RemotingError
 from monitor.remoting.message import create_offset_msg_id
 from stats import keys
-from tests.real.traffic import FIRST, QUEUES, REST, TAG, client_offsets, committed, start_traffic, wait_until
+from tests.real.traffic import FIRST, QUEUES, REST, TAG, client_offsets, committed, start_traffic
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -47,7 +48,7 @@ def real(request, tmp_path_factory):
                 data = admin.view_broker_stats_data(master, name, key)
                 return data if data.stats_minute.sum == count else None
 
-            return wait_until(stats, STATS_WAIT, f"{name} {key} sampled at {count}", interval=1.0)
+            return wait_for(stats, STATS_WAIT, f"{name} {key} sampled at {count}", interval=1.0)
 
         puts = sampled(keys.TOPIC_PUT_NUMS, keys.topic_key(traffic.topic), FIRST + REST)
         gets = sampled(keys.GROUP_GET_NUMS, keys.group_key(traffic.topic, traffic.group), FIRST)
@@ -315,7 +316,7 @@ def test_consumer_running_info_comes_from_the_client(real):
         info = real.admin.get_consumer_running_info(real.group, client.client_id)
         return info if any(mq.topic == retry_topic(real.group) for mq in info.mq_table) else None
 
-    info = wait_until(info_with_retry_queue, 90, "the client holding its retry queue", interval=2.0)
+    info = wait_for(info_with_retry_queue, 90, "the client holding its retry queue", interval=2.0)
     assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
     assert {sd.topic for sd in info.subscription_set} == {real.topic, retry_topic(real.group)}
     offsets = {mq.queue_id: pq.commit_offset for mq, pq in info.mq_table.items() if mq.topic == real.topic}
@@ -395,10 +396,10 @@ def test_reset_offset_moves_the_online_cpp_group(real):
     pull. A group the broker does not know: SYSTEM_ERROR on 4.9.4, SUBSCRIPTION_GROUP_NOT_EXIST on 5.5.0."""
     table = real.admin.reset_offset_by_timestamp(real.topic, real.group, 0, cplus=True)
     assert {mq.queue_id: offset for mq, offset in table.items()} == dict.fromkeys(range(QUEUES), 0)
-    wait_until(lambda: committed(real.admin, real.group, real.topic) == 0, 60, "the group reset to 0")
+    wait_for(lambda: committed(real.admin, real.group, real.topic) == 0, 60, "the group reset to 0")
     if real.line == "4":  # the client itself holds 0 now, so its next commits keep the reset
         at_zero = dict.fromkeys(range(QUEUES), 0)
-        wait_until(lambda: client_offsets(real.admin, real.group, real.topic) == at_zero, 30, "the client at 0")
+        wait_for(lambda: client_offsets(real.admin, real.group, real.topic) == at_zero, 30, "the client at 0")
     unknown = f"cg_Unknown{NAME}"
     code = _code(lambda: real.admin.reset_offset_by_timestamp(real.topic, unknown, 0))
     assert code == (ResponseCode.SYSTEM_ERROR if real.line == "4" else ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST)

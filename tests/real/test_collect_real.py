@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils import timezone
 
@@ -48,6 +47,8 @@ from stats.models import (
     QueueLagMinute,
     TopicMinute,
 )
+from tests.support.factories import make_user
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -91,7 +92,7 @@ def slave_reading(slave_reading_cluster) -> RealCluster:
 
 def register(real: RealCluster, name: str) -> Cluster:
     """The cluster registered as a portal admin registers it: name servers checked, brokers discovered."""
-    admin = get_user_model().objects.create_user(username=f"ops-{name}", password="x", is_staff=True)
+    admin = make_user(f"ops-{name}", staff=True)
     return registry.register_cluster(name=name, namesrv_addrs=[real.namesrv_addr], by=admin)
 
 
@@ -155,20 +156,10 @@ def stop_producer(traffic: Traffic, at_least: int) -> int:
     e.g. the C++ client's occasional "No route info" on a first send, is not counted; the tests compare the count
     with what the brokers hold)."""
     sender = client(traffic, "producer")
-    wait_for(lambda: sender.status().get("sent", 0) >= at_least, what="producer sending")
+    wait_for(lambda: sender.status().get("sent", 0) >= at_least, what="producer sending", timeout=WAIT)
     sender.terminate()
     sender.reap(time.monotonic() + 15)
     return sender.status()["sent"]
-
-
-def wait_for(condition: Callable[[], object], timeout: float = WAIT, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"{what} not reached in {timeout:g} s"
-        time.sleep(0.2)
 
 
 # --- what the brokers say ------------------------------------------------------------------------------------------
@@ -293,8 +284,8 @@ def test_a_cycle_stores_what_the_clients_did_and_the_brokers_hold(real, register
     with clients(real, traffic_plan, tmp_path) as traffic, real.admin(timeout=10) as admin:
         sent = stop_producer(traffic, at_least=40)
         reader = client(traffic, "consumer")
-        wait_for(lambda: reader.status().get("received", 0) >= sent, what="consumer received everything")
-        wait_for(lambda: caught_up(admin, group, topic, sent), what="consumer committed everything")
+        wait_for(lambda: reader.status().get("received", 0) >= sent, what="consumer received everything", timeout=WAIT)
+        wait_for(lambda: caught_up(admin, group, topic, sent), what="consumer committed everything", timeout=WAIT)
         received = reader.status()["received"]
         for queue_id, (end, _, _) in offsets(admin, group, topic).items():
             admin.update_consumer_offset(master_addr(real), stopped, topic, queue_id, end // 2)
@@ -365,7 +356,7 @@ def test_probes_describe_every_name_server_and_both_master_and_slave(real, regis
         known = all(getattr(probe, rate) is not None for probe in brokers for rate in rates)
         return (name_servers, brokers) if known else None
 
-    name_servers, brokers = wait_for(probed, what="every broker reporting its rates")
+    name_servers, brokers = wait_for(probed, what="every broker reporting its rates", timeout=WAIT)
 
     assert [(p.address, p.ok, p.error) for p in name_servers] == [(real.namesrv_addr, True, "")]
     assert NameServerProbe.objects.filter(cluster_id=registered.pk).count() == 1
@@ -404,12 +395,16 @@ def test_reads_served_by_the_slave_are_summed_with_the_masters(db, slave_reading
     with clients(slave_reading, writing, tmp_path / "producer", set_up=True) as traffic:
         sent = stop_producer(traffic, at_least=200)
     with slave_reading.admin(timeout=10) as admin:
-        wait_for(lambda: commit_log_end(admin, slave) == commit_log_end(admin, master), what="the slave copying")
+        wait_for(
+            lambda: commit_log_end(admin, slave) == commit_log_end(admin, master),
+            what="the slave copying",
+            timeout=WAIT,
+        )
     reading = Plan(topics={topic: QUEUES}, groups={group: 16}, clients=[consumer(group, topic, threads=1)])
     with clients(slave_reading, reading, tmp_path / "consumer") as traffic, slave_reading.admin() as admin:
         reader = client(traffic, "consumer")
-        wait_for(lambda: reader.status().get("received", 0) >= sent, what="consumer received everything")
-        wait_for(lambda: caught_up(admin, group, topic, sent), what="consumer committed everything")
+        wait_for(lambda: reader.status().get("received", 0) >= sent, what="consumer received everything", timeout=WAIT)
+        wait_for(lambda: caught_up(admin, group, topic, sent), what="consumer committed everything", timeout=WAIT)
         received = reader.status()["received"]
 
         _, report = collect_until(registered, lambda r: get_nums(registered, group, topic, r.minute) == received)

@@ -35,6 +35,7 @@ from monitor.remoting.command import RemotingCommand
 from monitor.sandbox.cluster import SandboxCluster
 from tests.real import differential as d
 from tests.real.differential import Rule, Side, rules
+from tests.support.waiting import wait_for
 
 ADMIN_SOURCE = Path(d.__file__).resolve().parents[2] / "monitor" / "remoting" / "admin.py"
 NO_TOPIC = "DiffNoSuchTopic"
@@ -566,7 +567,7 @@ def differences(name: str, sides: tuple[Side, Side]) -> list[str]:
         trees = []
         for side in sides:
             if item.ready is not None:
-                d.wait_for(partial(item.ready, side), READY_SECONDS, f"{side.label}: {name}, {item.label}")
+                wait_for(partial(item.ready, side), READY_SECONDS, f"{side.label}: {name}, {item.label}")
             cmd = item.request(side)
             tree = d.answer_tree(cmd, side.send(item.target, cmd))
             trees.append(d.normalise(tree, side, item.target, item.normalised))

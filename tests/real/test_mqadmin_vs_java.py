@@ -31,7 +31,8 @@ from monitor.remoting import body as b
 from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE, retry_topic
 from monitor.remoting.message import create_offset_msg_id
 from tests.real import mqadmin_tables as java
-from tests.real.traffic import FIRST, QUEUES, REST, client_offsets, committed, start_traffic, wait_until
+from tests.real.traffic import FIRST, QUEUES, REST, client_offsets, committed, start_traffic
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -256,7 +257,7 @@ def _prepare_offline_groups(s: Scene) -> None:
         s.admin.create_and_update_topic_config(s.master, retry)
         for queue_id, count in s.traffic.consumed_per_queue().items():
             s.admin.update_consumer_offset(s.master, group, s.topic, queue_id, count)
-        wait_until(lambda g=group: committed(s.admin, g, s.topic) == FIRST, 30, f"{group}'s offsets")
+        wait_for(lambda g=group: committed(s.admin, g, s.topic) == FIRST, 30, f"{group}'s offsets")
 
 
 def _offsets(admin, group: str, topic: str) -> dict[int, int]:
@@ -279,9 +280,9 @@ def scene(request, tmp_path_factory):
 
         for key, args in _changes(s, "Ours"):
             s.ours[key] = ours(cluster, *args)
-        wait_until(lambda: committed(admin, s.group, s.topic) == 0, COMMIT_WAIT, "the C++ consumer's commit of 0")
+        wait_for(lambda: committed(admin, s.group, s.topic) == 0, COMMIT_WAIT, "the C++ consumer's commit of 0")
         # And the client has its queues back (a 4.9.4 broker's reset makes it drop and rebuild them).
-        wait_until(lambda: set(client_offsets(admin, s.group, s.topic) or ()) == set(range(QUEUES)), 30, "queues")
+        wait_for(lambda: set(client_offsets(admin, s.group, s.topic) or ()) == set(range(QUEUES)), 30, "queues")
         reads = _reads(s)
         s.ours.update({key: ours(cluster, *args) for key, args in reads.items() if " ours" not in key})
         s.ours_tables = {key: ours_text(cluster, *reads[key]) for key in TABLES}
@@ -295,7 +296,7 @@ def scene(request, tmp_path_factory):
 
         s.ours_after["queryMsgByOffset"] = ours(cluster, *by_offset)
         java_reset = {int(r["queueId"]): int(r["offset"]) for r in java.table(s.java["reset online"].stdout, "broker")}
-        wait_until(lambda: _offsets(admin, s.group, s.topic) == java_reset, COMMIT_WAIT, "mqadmin's reset of now")
+        wait_for(lambda: _offsets(admin, s.group, s.topic) == java_reset, COMMIT_WAIT, "mqadmin's reset of now")
         s.ours_after["consumerProgress java online"] = ours(cluster, "consumerProgress", "-g", s.group)
         s.ours_after["consumerProgress java offline"] = ours(
             cluster, "consumerProgress", "-g", s.name("Java", "Offline")

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Callable
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from monitor.launcher.cluster import RealCluster
 from monitor.remoting import body as b
@@ -25,54 +22,31 @@ from portal.models import (
     ApplicationKind,
     ApplicationState,
     ConsumerGroup,
-    Membership,
     Origin,
     RegistryState,
-    Team,
-    TeamRole,
     Topic,
 )
 from portal.services import applications, registry
 from portal.services.sync import sync_cluster
 from stats.keys import retry_topic
+from tests.support import portal_world
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 K = ApplicationKind
 WAIT = 90.0  # a loaded machine; every wait polls
 
+# The portal tests' actors (the registered cluster here is a real one, below).
+portal_admin = portal_world.portal_admin
+team = portal_world.team
+member = portal_world.member
+team_admin = portal_world.team_admin
+
 
 @pytest.fixture(params=["rocketmq4", "rocketmq5"])
 def real(request) -> RealCluster:
     return request.getfixturevalue(request.param)
-
-
-def user(name: str, **fields):
-    return get_user_model().objects.create_user(username=name, password="x", **fields)
-
-
-@pytest.fixture
-def portal_admin(db):
-    return user("ada", is_staff=True)
-
-
-@pytest.fixture
-def team(db) -> Team:
-    return Team.objects.create(name="orders")
-
-
-@pytest.fixture
-def member(team):
-    member = user("mia")
-    Membership.objects.create(team=team, user=member, role=TeamRole.MEMBER)
-    return member
-
-
-@pytest.fixture
-def team_admin(team):
-    admin = user("tom")
-    Membership.objects.create(team=team, user=admin, role=TeamRole.ADMIN)
-    return admin
 
 
 @pytest.fixture
@@ -88,16 +62,6 @@ def wire(real):
 
 def name(real: RealCluster, what: str) -> str:
     return f"RealPortal{real.version.split('.')[0]}{what}"
-
-
-def wait_for(condition: Callable[[], object], what: str, timeout: float = WAIT):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"{what} not reached in {timeout:g} s"
-        time.sleep(0.2)
 
 
 def route_or_none(admin: MQAdmin, topic: str):
@@ -179,7 +143,7 @@ def test_an_approved_topic_application_creates_the_topic_on_the_real_broker_and_
     assert approved.state == ApplicationState.APPROVED
     config = master_config(wire, real, topic)
     assert (config.read_queue_nums, config.write_queue_nums, config.perm) == (4, 4, 6)
-    wait_for(lambda: route_or_none(wire, topic), "the master registering the topic's route")
+    wait_for(lambda: route_or_none(wire, topic), WAIT, "the master registering the topic's route")
     route = mqadmin_json(real, "topicRoute", "-t", topic)
     assert [(q["brokerName"], q["readQueueNums"], q["writeQueueNums"], q["perm"]) for q in route["queueDatas"]] == [
         ("broker-a", 4, 4, 6)
@@ -224,7 +188,7 @@ def test_an_approved_consumer_group_application_creates_the_group_on_the_real_br
     # What a consumer of the group creates on its first heartbeat: its retry topic.
     retry = b.TopicConfig(topic_name=retry_topic(group), read_queue_nums=1, write_queue_nums=1)
     wire.create_and_update_topic_config(real.broker("broker-a").addr, retry)
-    wait_for(lambda: route_or_none(wire, retry_topic(group)), "the retry topic's route")
+    wait_for(lambda: route_or_none(wire, retry_topic(group)), WAIT, "the retry topic's route")
 
     deletion = applications.submit(
         team_admin,

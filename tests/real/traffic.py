@@ -25,6 +25,7 @@ from monitor.remoting import body as b
 from monitor.remoting.admin import MQAdmin
 from monitor.remoting.errors import ProtocolError, RemotingError
 from tests.sandbox.test_broker_messaging import finish
+from tests.support.waiting import wait_for
 
 QUEUES = 4
 FIRST = 12
@@ -127,18 +128,6 @@ def _line(process: subprocess.Popen, prefix: str):
     raise AssertionError(f"the C++ client ended before {prefix}: {process.stderr.read()[-3000:]}")
 
 
-def wait_until(condition, timeout: float, what: str, interval: float = 0.2):
-    """Poll ``condition`` until it returns something true (returned), failing after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached in {timeout:.0f} s")
-        time.sleep(interval)
-
-
 def committed(admin: MQAdmin, group: str, topic: str) -> int:
     """The group's committed offsets on the topic, summed over its queues (0 while the brokers have none)."""
     try:
@@ -190,7 +179,7 @@ def start_traffic(cluster, admin: MQAdmin, name: str, home: Path) -> Traffic:
     admin.create_and_update_topic_config(
         master, b.TopicConfig(topic_name=topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES)
     )
-    wait_until(lambda: _routed(admin, topic), 30, f"route of {topic}")
+    wait_for(lambda: _routed(admin, topic), 30, f"route of {topic}")
     plan = {
         "namesrv": cluster.namesrv_addr,
         "topic": topic,
@@ -223,7 +212,7 @@ def start_traffic(cluster, admin: MQAdmin, name: str, home: Path) -> Traffic:
         process.stdin.flush()
         traffic.sent += _line(process, "SENT")
         assert [s["status"] for s in traffic.sent] == [0] * (FIRST + REST)  # SEND_OK
-        wait_until(lambda: committed(admin, group, topic) == FIRST, 30, f"{group}'s commit of {FIRST} messages")
+        wait_for(lambda: committed(admin, group, topic) == FIRST, 30, f"{group}'s commit of {FIRST} messages")
         settle(admin, group)
     except BaseException:
         process.kill()

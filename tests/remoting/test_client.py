@@ -1,7 +1,6 @@
 """The multiplexed client: one connection per address, opaque matching, deadlines, backoff, broker callbacks."""
 
 import asyncio
-import socket
 import struct
 import time
 
@@ -18,16 +17,11 @@ from monitor.remoting.errors import (
     RemotingTimeoutError,
 )
 from tests.responder import Responder
+from tests.support.network import free_port
 
 
 def run(coro):
     return asyncio.run(coro)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_concurrent_requests_share_one_connection_and_get_their_own_answers():

@@ -14,7 +14,6 @@ import io
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from monitor.remoting.codes import RequestCode
 from monitor.remoting.command import RemotingCommand
 from monitor.remoting.message import create_offset_msg_id
 from tests.replay import Exchange, ReplayCluster, load_exchanges, plain_ext
+from tests.support.network import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 EXCHANGES = load_exchanges()
@@ -110,12 +110,6 @@ def assert_sent_as_captured(cluster: ReplayCluster, fixture: str) -> RemotingCom
 def rows(text: str, first: str) -> list[list[str]]:
     """Table lines starting with `first`, split into cells on runs of two or more spaces."""
     return [re.split(r"\s{2,}", line.strip()) for line in text.splitlines() if line.startswith(first)]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

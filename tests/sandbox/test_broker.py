@@ -6,7 +6,6 @@ which extFields) and body keys, and, where the sandbox holds the same data as th
 """
 
 import json
-import time
 import zlib
 
 import pytest
@@ -22,6 +21,7 @@ from monitor.remoting.sync import run_sync
 from monitor.sandbox.broker import Broker, core
 from monitor.sandbox.server import RemotingServer
 from tests.fixtures import captured_request, captured_response
+from tests.support.waiting import wait_for
 
 CAPTURED_SYSTEM_TOPICS = {
     "SCHEDULE_TOPIC_XXXX",
@@ -42,13 +42,6 @@ def header_shape(cmd: RemotingCommand) -> dict:
     which extFields keys it has (None when extFields is absent)."""
     keys = None if cmd.ext_fields is None else sorted(cmd.ext_fields)
     return {"code": cmd.code, "flag": cmd.flag, "lang": cmd.language, "version": cmd.version, "ext": keys}
-
-
-def wait_for(condition, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
 
 
 class Peer:
@@ -136,7 +129,7 @@ def test_broker_registers_again_every_period(monkeypatch):
     with FakeNameServer() as fake:
         broker = Broker("DefaultCluster", "broker-a", 0, [fake.addr], config={"registerNameServerPeriod": 20}).start()
         try:
-            wait_for(lambda: sum(cmd.code == RequestCode.REGISTER_BROKER for cmd in fake.requests) >= 3)
+            wait_for(lambda: sum(cmd.code == RequestCode.REGISTER_BROKER for cmd in fake.requests) >= 3, timeout=5.0)
         finally:
             broker.stop()
 

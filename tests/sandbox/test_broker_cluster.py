@@ -6,7 +6,6 @@ the same port with their data; with ACL on, unsigned or badly signed requests ge
 """
 
 import base64
-import time
 
 import pytest
 
@@ -21,6 +20,7 @@ from monitor.remoting.sync import run_sync
 from monitor.sandbox.broker._common import InnerMessage
 from monitor.sandbox.cluster import SandboxCluster
 from tests.fixtures import captured, captured_request
+from tests.support.waiting import wait_for
 
 
 def call(addr: str, cmd: RemotingCommand, client: RemotingClient | None = None) -> RemotingCommand:
@@ -31,13 +31,6 @@ def call(addr: str, cmd: RemotingCommand, client: RemotingClient | None = None) 
     finally:
         if own:
             run_sync(client.close())
-
-
-def wait_for(condition, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -95,7 +88,7 @@ def test_slave_copies_topics_and_groups_from_its_master(cluster, admin):
         groups = admin.get_all_subscription_group(slave.addr)
         return "TopicTest" in topics.topic_config_table and "cg_test" in groups.subscription_group_table
 
-    wait_for(copied)
+    wait_for(copied, timeout=5.0)
     assert admin.get_all_topic_config(slave.addr) == admin.get_all_topic_config(master.addr)
     assert "TopicTest" not in admin.get_all_topic_config(cluster.broker("broker-b", 1).addr).topic_config_table
 
@@ -104,7 +97,7 @@ def test_slave_replicates_the_commit_log_and_counts_it_as_puts(cluster, admin):
     master, slave = cluster.broker("broker-a", 0), cluster.broker("broker-a", 1)
     for number in range(5):
         put(master, "TopicTest", f"message {number}".encode(), queue_id=number % 2)
-    wait_for(lambda: slave.store.commit_log_max_offset == master.store.commit_log_max_offset)
+    wait_for(lambda: slave.store.commit_log_max_offset == master.store.commit_log_max_offset, timeout=5.0)
     assert slave.store.records_since(0) == master.store.records_since(0)
     assert slave.store.max_offset("TopicTest", 0) == 3
     runtime = b.BrokerRuntimeInfo.from_kvtable(admin.fetch_broker_runtime_stats(slave.addr))
@@ -129,7 +122,7 @@ def test_stopped_brokers_leave_the_cluster_and_come_back_on_their_port_with_thei
     cluster.stop_broker("broker-a", 0)
     cluster.start_broker("broker-a", 0)
     assert master.store.max_offset("TopicTest", 0) == 1
-    wait_for(lambda: slave.master_addr == master.addr and slave.store.max_offset("TopicTest", 0) == 1)
+    wait_for(lambda: slave.master_addr == master.addr and slave.store.max_offset("TopicTest", 0) == 1, timeout=5.0)
 
 
 def test_order_config_in_the_name_server_marks_topics_ordered_at_registration(cluster, admin):
@@ -158,8 +151,8 @@ def test_disk_use_is_a_whole_percentage_as_a_real_broker_reports_its_disk():
             admin.create_and_update_topic_config(master.addr, b.TopicConfig(topic_name="TopicTest", read_queue_nums=4))
             put(master, "TopicTest", b"x" * 1000)  # 1.2 % of the budget once stored: 2 % rounded up
             runtime = admin.fetch_broker_runtime_stats(master.addr).table
-            wait_for(lambda: "TopicTest" in admin.get_all_topic_config(slave.addr).topic_config_table)
-            wait_for(lambda: slave.store.commit_log_max_offset == master.store.commit_log_max_offset)
+            wait_for(lambda: "TopicTest" in admin.get_all_topic_config(slave.addr).topic_config_table, timeout=5.0)
+            wait_for(lambda: slave.store.commit_log_max_offset == master.store.commit_log_max_offset, timeout=5.0)
         refused = call(slave.addr, captured_request("SEND_MESSAGE_cpp_client"))
     disk = {key: value for key, value in runtime.items() if "DiskRatio" in key}
     assert disk == dict.fromkeys(disk, "0.02") and len(disk) == 3
@@ -206,7 +199,7 @@ def test_acl_accepts_signed_requests_and_slaves_still_sync(acl_cluster):
     with MQAdmin(acl_cluster.namesrv_addr, acl=AclCredentials("rocketmq2", "12345678")) as admin:
         assert admin.get_broker_config(master.addr)["aclEnable"] == "true"
         admin.create_and_update_topic_config(master.addr, b.TopicConfig(topic_name="Secured"))
-        wait_for(lambda: "Secured" in admin.get_all_topic_config(slave.addr).topic_config_table)
+        wait_for(lambda: "Secured" in admin.get_all_topic_config(slave.addr).topic_config_table, timeout=5.0)
     with pytest.raises(RemotingError) as err, MQAdmin(acl_cluster.namesrv_addr) as unsigned:
         unsigned.get_all_topic_config(master.addr)
     assert err.value.code == ResponseCode.SYSTEM_ERROR

@@ -27,8 +27,8 @@ from tests.sandbox.test_broker_messaging import (
     put,
     run_client,
     stored,
-    wait_for,
 )
+from tests.support.waiting import wait_for
 
 JAVA_CLIENT_ID = "127.0.0.1@28238#7787385373909"
 CPP_CLIENT_ID = "28364-127.0.0.1@DEFAULT"
@@ -142,7 +142,7 @@ def test_producer_connections(broker, clients, admin):
     (connection,) = b.ProducerConnection.decode(ours.body).connection_set
     assert (connection.client_id, connection.language, connection.version) == ("31942-127.0.0.1@DEFAULT", "CPP", 63)
     producer.close()  # like Java's ProducerManager, the group stays, empty
-    wait_for(lambda: admin.examine_producer_connection_info("pg_slow", "TBW102").connection_set == [])
+    wait_for(lambda: admin.examine_producer_connection_info("pg_slow", "TBW102").connection_set == [], timeout=10.0)
     with pytest.raises(RemotingError) as err:
         admin.examine_producer_connection_info("pg_none", "TBW102")
     assert (err.value.code, err.value.remark) == (ResponseCode.SYSTEM_ERROR, "the producer group[pg_none] not exist")
@@ -236,7 +236,9 @@ def test_running_info_of_the_real_cpp_consumer(cluster, broker, admin, tmp_path)
     try:
         # Asked before its first rebalance, the C++ client answers with a malformed empty mqTable ('"mqTable":}'):
         # wait until it pulls, which it does once it has queues.
-        wait_for(lambda: any(broker.pull.hold_service.held("TopicTest", queue_id) for queue_id in range(8)))
+        wait_for(
+            lambda: any(broker.pull.hold_service.held("TopicTest", queue_id) for queue_id in range(8)), timeout=10.0
+        )
         (client_id,) = broker.consumers.get("cg_info").client_ids()
         info = admin.get_consumer_running_info("cg_info", client_id, broker_addr=broker.addr)
         assert {sub.topic for sub in info.subscription_set} == {"TopicTest", "%RETRY%cg_info"}
@@ -273,7 +275,9 @@ def test_offset_reset_is_pushed_to_the_online_consumers(broker, admin, clients):
     table = b.ResetOffsetBody.decode(answer.body).offset_table
     assert list(table) == list(b.ResetOffsetBody.decode(real.body).offset_table)
     assert table[b.MessageQueue("TopicTest", "broker-a", 0)] == 3
-    wait_for(lambda: any(cmd.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET for cmd in consumer.requests))
+    wait_for(
+        lambda: any(cmd.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET for cmd in consumer.requests), timeout=10.0
+    )
     (push,) = [cmd for cmd in consumer.requests if cmd.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET]
     real_push = captured_request("RESET_CONSUMER_CLIENT_OFFSET_broker_to_client")
     assert (push.flag, push.language, push.version) == (real_push.flag, real_push.language, real_push.version)
@@ -293,7 +297,7 @@ def test_send_back_answers_like_the_capture_and_stores_a_delayed_retry(broker, a
     (delayed,) = stored(broker, "SCHEDULE_TOPIC_XXXX")
     assert delayed.queue_id == 2  # delay level 3 (= 3 + reconsumeTimes 0), queue level - 1
     assert delayed.properties["REAL_TOPIC"] == "%RETRY%cg_test" and delayed.properties["RETRY_TOPIC"] == "TopicTest"
-    wait_for(lambda: len(stored(broker, "%RETRY%cg_test")) == 1)
+    wait_for(lambda: len(stored(broker, "%RETRY%cg_test")) == 1, timeout=10.0)
     (retry,) = stored(broker, "%RETRY%cg_test")
     assert (retry.body, retry.reconsume_times, retry.properties["DELAY"]) == (b"m0", 1, "3")
 
@@ -327,11 +331,11 @@ def test_master_sends_a_lagging_consumer_to_the_slave_which_serves_it(tmp_path):
         master, slave = cluster.broker("broker-a", 0), cluster.broker("broker-a", 1)
         with MQAdmin(cluster.namesrv_addr) as admin:
             admin.create_and_update_topic_config(master.addr, h_topic("TopicTest", 1))
-            wait_for(lambda: "TopicTest" in slave.topics.table)
+            wait_for(lambda: "TopicTest" in slave.topics.table, timeout=10.0)
         put(master, "TopicTest", 60)
         first = decode_frame(encode_frame(pull(master.addr, offset=0)))
         assert first.ext_fields["suggestWhichBrokerId"] == "1"  # 28 messages behind is more than 2000 bytes
-        wait_for(lambda: slave.store.max_offset("TopicTest", 0) == 60)
+        wait_for(lambda: slave.store.max_offset("TopicTest", 0) == 60, timeout=10.0)
         result = run_client(
             {"namesrv": cluster.namesrv_addr, "consume": {"group": "cg_lag", "topic": "TopicTest", "expect": 60}},
             tmp_path,

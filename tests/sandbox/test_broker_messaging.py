@@ -29,6 +29,7 @@ from monitor.sandbox.broker._common import InnerMessage
 from monitor.sandbox.cluster import SandboxCluster
 from monitor.sandbox.stats import GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS, TOPIC_PUT_NUMS
 from tests.fixtures import captured, captured_frame, captured_request
+from tests.support.waiting import wait_for
 
 CLIENT = r"""
 import json, sys, threading, time
@@ -162,13 +163,6 @@ def finish(process: subprocess.Popen, timeout: float = 40) -> dict:
 
 def run_client(plan: dict, home: Path) -> dict:
     return finish(client_process(plan, home))
-
-
-def wait_for(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
 
 
 def messages(topic: str, count: int, start: int = 0, **extra) -> list[dict]:
@@ -319,7 +313,10 @@ def test_long_polling_delivers_a_new_message_at_once(cluster, admin, home):
         {"namesrv": cluster.namesrv_addr, "consume": {"group": "cg_poll", "topic": "TopicPoll", "expect": 1}}, home
     )
     # Both queues have been pulled and are held by the broker.
-    wait_for(lambda: broker.pull.hold_service.held("TopicPoll", 0) + broker.pull.hold_service.held("TopicPoll", 1) == 2)
+    wait_for(
+        lambda: broker.pull.hold_service.held("TopicPoll", 0) + broker.pull.hold_service.held("TopicPoll", 1) == 2,
+        timeout=10.0,
+    )
     sent = run_client(
         {"namesrv": cluster.namesrv_addr, "produce": {"group": "pg", "messages": messages("TopicPoll", 1)}}, home
     )
@@ -334,8 +331,14 @@ def test_broadcasting_consumers_each_receive_every_message(cluster, admin, home)
     consume = {"group": "cg_cast", "topic": "TopicCast", "expect": 4, "broadcast": True}
     consumers = [client_process({**plan, "consume": consume}, home / str(n)) for n in range(2)]
     # Broadcasting consumers start at the queue's end: wait until both are polling before producing.
-    wait_for(lambda: len(broker.consumers.get("cg_cast").channels) == 2 if broker.consumers.get("cg_cast") else False)
-    wait_for(lambda: broker.pull.hold_service.held("TopicCast", 0) + broker.pull.hold_service.held("TopicCast", 1) == 4)
+    wait_for(
+        lambda: len(broker.consumers.get("cg_cast").channels) == 2 if broker.consumers.get("cg_cast") else False,
+        timeout=10.0,
+    )
+    wait_for(
+        lambda: broker.pull.hold_service.held("TopicCast", 0) + broker.pull.hold_service.held("TopicCast", 1) == 4,
+        timeout=10.0,
+    )
     run_client({**plan, "produce": {"group": "pg", "messages": messages("TopicCast", 4)}}, home)
     for consumer in consumers:
         assert sorted(m["body"] for m in finish(consumer)["received"]) == [f"body {n}" for n in range(4)]
@@ -369,11 +372,11 @@ def test_two_consumers_of_a_group_share_the_queues(cluster, admin, home):
         return sum(hold.held("TopicShare", queue_id) for queue_id in range(4))
 
     first = client_process({**plan, "consume": consume}, home / "a")
-    wait_for(lambda: held() == 4)  # the first consumer polls all four queues
+    wait_for(lambda: held() == 4, timeout=10.0)  # the first consumer polls all four queues
     second = client_process({**plan, "consume": consume}, home / "b")
     # NOTIFY_CONSUMER_IDS_CHANGED made both rebalance: the newcomer polls its two queues (the first consumer's
     # dropped pulls stay held until they time out).
-    wait_for(lambda: held() == 6)
+    wait_for(lambda: held() == 6, timeout=10.0)
     run_client({**plan, "produce": {"group": "pg", "messages": messages("TopicShare", 8)}}, home)
     first_got, second_got = finish(first)["received"], finish(second)["received"]
     assert {m["body"] for m in first_got + second_got} == {f"body {n}" for n in range(8)}
@@ -435,10 +438,10 @@ def test_heartbeats_unregistration_and_offset_commits_answer_with_the_captured_f
     answer = cpp.call(captured_request("QUERY_CONSUMER_OFFSET_cpp_client"))
     assert (answer.code, answer.ext_fields) == (0, {"offset": "503"})
     java.oneway(captured_request("UPDATE_CONSUMER_OFFSET_oneway"))
-    wait_for(lambda: broker.offsets.query("cg_test", "TopicTest", 4) == 503)
+    wait_for(lambda: broker.offsets.query("cg_test", "TopicTest", 4) == 503, timeout=10.0)
     java.replay_exact("UNREGISTER_CLIENT")
     cpp.close()  # a closed connection leaves the group at once
-    wait_for(lambda: broker.consumers.get("cg_test").client_ids() == ["127.0.0.1@28238#7787385373909"])
+    wait_for(lambda: broker.consumers.get("cg_test").client_ids() == ["127.0.0.1@28238#7787385373909"], timeout=10.0)
 
 
 def test_group_members_are_told_when_membership_changes(cluster):
@@ -451,11 +454,11 @@ def test_group_members_are_told_when_membership_changes(cluster):
     addr = cluster.broker().addr
     try:
         run_sync(first.invoke(addr, captured_request("HEART_BEAT")))
-        wait_for(lambda: len(notified) == 1)  # the newcomer itself is told too, as in Java
+        wait_for(lambda: len(notified) == 1, timeout=10.0)  # the newcomer itself is told too, as in Java
         run_sync(second.invoke(addr, captured_request("HEART_BEAT_cpp_client")))
-        wait_for(lambda: len(notified) == 3)
+        wait_for(lambda: len(notified) == 3, timeout=10.0)
         run_sync(second.close())
-        wait_for(lambda: len(notified) == 4)
+        wait_for(lambda: len(notified) == 4, timeout=10.0)
     finally:
         run_sync(first.close())
         run_sync(second.close())
@@ -555,7 +558,7 @@ def test_held_pull_is_answered_when_a_message_arrives(cluster, admin, peers):
     broker, peer = cluster.broker(), peers()
     admin.create_and_update_topic_config(broker.addr, h_topic("TopicRaw", 1))
     held = run_sync_later(peer, pull_request(0, sys_flag=6, suspend_ms=10_000))
-    wait_for(lambda: broker.pull.hold_service.held("TopicRaw", 0) == 1)
+    wait_for(lambda: broker.pull.hold_service.held("TopicRaw", 0) == 1, timeout=10.0)
     put(broker, "TopicRaw", 1)
     answer = held.result(timeout=3)
     assert (answer.code, answer.remark) == (ResponseCode.SUCCESS, "FOUND")

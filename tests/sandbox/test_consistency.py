@@ -31,7 +31,7 @@ from monitor.remoting.message import decode_messages
 from monitor.sandbox.broker._common import now_ms
 from monitor.sandbox.cluster import SandboxCluster
 from monitor.sandbox.stats import DAY_SAMPLE_PERIOD_MS, GROUP_GET_NUMS, TOPIC_PUT_NUMS
-from tests.sandbox.test_broker_messaging import wait_for
+from tests.support.waiting import wait_for
 
 TOPIC = "TopicConsistency"
 GROUP = "cg_consistency"
@@ -159,7 +159,7 @@ def test_admin_views_agree_with_a_known_traffic_run(cluster, admin, tmp_path):
         master.stats.tick(sampled_at)
 
     first, online, ids = _produce_and_consume(cluster, admin, tmp_path)
-    wait_for(lambda: not any(m.pull.hold_service.held(TOPIC, q) for m in masters for q in range(QUEUES)))
+    wait_for(lambda: not any(m.pull.hold_service.held(TOPIC, q) for m in masters for q in range(QUEUES)), timeout=10.0)
     second = _result(_client(cluster, tmp_path, range(N, N + M)))
 
     # What the clients did: N + M sends, all SEND_OK, and exactly the first N delivered, once each.

@@ -10,7 +10,6 @@ import os
 import struct
 import subprocess
 import sys
-import time
 import zlib
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from monitor.remoting.javahash import java_hashmap_order
 from monitor.remoting.sync import run_sync
 from monitor.sandbox.namesrv import NameServer
 from tests.fixtures import captured
+from tests.support.waiting import wait_for
 
 MASTER = "127.0.0.1:10911"
 SLAVE = "127.0.0.1:11911"
@@ -97,14 +97,6 @@ def cluster(peers):
         ours, real = peer.replay(name)
         assert ours == real
     return master, slave
-
-
-def wait_for(condition, timeout: float = 2.0) -> float:
-    started = time.monotonic()
-    while not condition():
-        assert time.monotonic() - started < timeout, "condition not reached"
-        time.sleep(0.01)
-    return time.monotonic() - started
 
 
 # --- registration and the answers built from it ----------------------------------------------------------------
@@ -222,10 +214,10 @@ def test_closing_a_brokers_connection_drops_it_at_once(cluster, peers, admin):
 
     slave.close()
     expected = base64.b64decode(captured("GET_BROKER_CLUSTER_INFO_after_slave_stop")["response"]["frame_b64"])
-    assert wait_for(lambda: decode_frame(cluster_info()).body == decode_frame(expected).body) < 1.0
+    wait_for(lambda: decode_frame(cluster_info()).body == decode_frame(expected).body, timeout=1.0)
 
     master.close()
-    assert wait_for(lambda: b'brokerAddrTable":{}' in decode_frame(cluster_info()).body) < 1.0
+    wait_for(lambda: b'brokerAddrTable":{}' in decode_frame(cluster_info()).body, timeout=1.0)
     with pytest.raises(RemotingError):
         admin.examine_topic_route_info("TopicTest")
 
@@ -242,7 +234,7 @@ def test_brokers_that_stop_registering_expire():
         try:
             broker.replay("REGISTER_BROKER")
             assert len(ns.connections) == 1
-            wait_for(lambda: not ns.routes.broker_addr_table and not ns.connections)
+            wait_for(lambda: not ns.routes.broker_addr_table and not ns.connections, timeout=2.0)
             assert ns.routes.topic_queue_table == {}
         finally:
             broker.close()

@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,8 @@ from monitor.remoting.admin import MQAdmin
 from monitor.remoting.codes import ResponseCode
 from monitor.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from monitor.sandbox.cluster import SandboxCluster
+from tests.support.network import free_port
+from tests.support.waiting import wait_for
 
 MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
 STARTUP_DEADLINE = 30.0
@@ -91,20 +92,6 @@ def sandbox(tmp_path):
     yield start
     for process in started:
         process.kill()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(condition, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while not (result := condition()):
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.1)
-    return result
 
 
 def answers(call) -> bool:

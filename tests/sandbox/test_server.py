@@ -16,6 +16,7 @@ from monitor.remoting.errors import ProtocolError, RemotingClosedError, Remoting
 from monitor.remoting.sync import run_sync
 from monitor.sandbox.server import RemotingServer
 from tests.fixtures import FIXTURES_DIR
+from tests.support.waiting import wait_for
 
 
 async def echo(conn, cmd):
@@ -42,13 +43,6 @@ def read_frame(sock: socket.socket) -> RemotingCommand | None:
         commands = decoder.feed(data)
         if commands:
             return commands[0]
-
-
-def wait_until(condition, timeout: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.01)
 
 
 def test_unknown_code_is_answered_like_a_java_broker():
@@ -102,7 +96,7 @@ def test_a_malformed_frame_closes_only_that_connection(garbage):
         with raw_connection(server) as fresh:
             fresh.sendall(encode_frame(RemotingCommand(code=28, opaque=2)))
             assert read_frame(fresh).opaque == 2
-        wait_until(lambda: bad_addr in closed)
+        wait_for(lambda: bad_addr in closed, timeout=2.0)
         assert "{}:{}".format(*good.getsockname()) not in closed
 
 
@@ -212,7 +206,7 @@ def test_close_callbacks_run_for_every_closed_connection():
         sock = raw_connection(server)
         addr = "{}:{}".format(*sock.getsockname())
         sock.close()
-        wait_until(lambda: len(events) == 2)
+        wait_for(lambda: len(events) == 2, timeout=2.0)
     assert events == [("sync", addr), ("async", addr)]
 
 

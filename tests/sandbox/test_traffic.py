@@ -19,10 +19,10 @@ from monitor.remoting.errors import RemotingError
 from monitor.sandbox.cluster import SandboxCluster
 from monitor.sandbox.traffic import PROFILES, Traffic, TrafficError, TrafficOptions, plan_for
 from monitor.sandbox.traffic.worker import rate_at
+from tests.support.waiting import wait_for
 
 # Fast enough that each situation shows within a few seconds, slow enough for a 2-core machine.
 OPTIONS = TrafficOptions(rate=20.0, backlog=200, status_interval=0.2)
-WAIT = 30.0
 PROJECT = Path(__file__).resolve().parents[2]
 # A parent that starts traffic, reports the worker pids, then waits to be killed.
 PARENT = """
@@ -63,16 +63,6 @@ def run(cluster, tmp_path):
         traffic.stop()
         # 0, not -9: each worker shut its client down on SIGTERM, blocked callbacks included.
         assert [process.returncode for process in processes] == [0] * len(processes)
-
-
-def wait_for(condition, timeout: float = WAIT):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.2)
 
 
 def put_total(admin: MQAdmin, topic: str) -> int:

@@ -4,16 +4,12 @@ portal's report endpoints, recording what it is sent and answering as told."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import socket
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -21,9 +17,8 @@ import pytest
 from monitor.remoting.admin import MQAdmin
 from monitor.remoting.body import TopicConfig
 from monitor.sandbox.cluster import SandboxCluster
-
-VAR = Path(__file__).resolve().parents[2] / "var"
-_names = itertools.count()
+from tests.support.factories import unique
+from tests.support.paths import VAR
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -43,25 +38,6 @@ def cluster():
     """Two broker names, masters only, for the module's tests (each test uses its own topics)."""
     with SandboxCluster(brokers=2) as sandbox:
         yield sandbox
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}{os.getpid()}_{next(_names)}"
-
-
-def closed_port_url() -> str:
-    """An http:// address on 127.0.0.1 where nothing listens (connections are refused)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{probe.getsockname()[1]}"
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    """Poll ``condition`` until it holds; fail after ``timeout`` seconds (a guard against hanging, not a measure)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.02)
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from portal.management.commands.demo import Command as DemoCommand
 from portal.models import Cluster, ProducerGroup, Team, Topic
 from portal.services import producer_tokens
 from stats.histogram import Histogram
-from tests.sdk.conftest import unique, wait_until
+from tests.support.factories import unique
+from tests.support.waiting import wait_for
 
 OPTIONS = TrafficOptions(rate=20.0, status_interval=0.2)
 
@@ -42,7 +43,7 @@ def test_a_traffic_producer_reports_its_sends_to_the_portal_named_in_its_environ
     plan = Plan(topics={topic: 4}, clients=[producer(group, topic, OPTIONS.rate, OPTIONS)])
     traffic = Traffic(cluster.namesrv_addr, plan, options=OPTIONS, workdir=tmp_path / "traffic").start()
     try:
-        wait_until(lambda: traffic.status()[f"producer {group}"].get("sent", 0) >= 10)
+        wait_for(lambda: traffic.status()[f"producer {group}"].get("sent", 0) >= 10)
     finally:
         traffic.stop()  # SIGTERM: the worker shuts its producer down, which reports the last minute
     portal.wait_for(lambda: portal.reports())

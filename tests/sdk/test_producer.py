@@ -19,7 +19,10 @@ from rocketmq.exceptions import ProducerSendOrderlyFailed, ProducerSendSyncFaile
 from monitor.remoting.admin import MQAdmin
 from monitor.sdk import UNKNOWN_BROKER, Message, Producer, SendStatus
 from stats.histogram import Histogram
-from tests.sdk.conftest import VAR, closed_port_url, unique, wait_until
+from tests.support.factories import unique
+from tests.support.network import closed_port_url
+from tests.support.paths import VAR
+from tests.support.waiting import wait_for
 
 SEND_TIMEOUT_MS = 500
 QUEUES = {"broker-a": 3, "broker-b": 5}
@@ -89,7 +92,7 @@ def test_oneway_async_and_orderly_sends_are_recorded_against_their_brokers(clust
     for _ in range(8):
         assert callbacks.acquire(timeout=30)
 
-    wait_until(lambda: sum(landed_per_broker(cluster, topic).values()) == 32)  # oneway sends land a moment later
+    wait_for(lambda: sum(landed_per_broker(cluster, topic).values()) == 32)  # oneway sends land a moment later
     assert recorded_per_broker(producer.records) == landed_per_broker(cluster, topic)
     assert len(producer.records) == 32
 

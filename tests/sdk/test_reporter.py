@@ -12,8 +12,9 @@ import pytest
 from monitor.sdk.recorder import Recorder
 from monitor.sdk.reporter import Reporter
 from stats.histogram import Histogram
-from tests.sdk.conftest import closed_port_url, wait_until
 from tests.sdk.test_recorder import MINUTE, Clock
+from tests.support.network import closed_port_url
+from tests.support.waiting import wait_for
 
 TOKEN = "mqp_test-token"
 
@@ -94,7 +95,7 @@ def test_reports_are_kept_and_retried_while_the_portal_fails(portal, clock, reco
     clock.now += 60
 
     portal.wait_for(lambda: len(portal.reports()) == 1)
-    wait_until(lambda: reporter.backlog == 0)
+    wait_for(lambda: reporter.backlog == 0)
 
     statuses = [post.status for post in portal.posts()]
     assert statuses == [503, 500, 202]
@@ -107,7 +108,7 @@ def test_an_unreachable_portal_keeps_a_bounded_backlog_dropping_the_oldest(clock
     for minutes in range(1, 6):
         recorder.record("Orders", "broker-a", 1.0)
         clock.now += 60
-        wait_until(lambda n=minutes: reporter.backlog + reporter.dropped == n)
+        wait_for(lambda n=minutes: reporter.backlog + reporter.dropped == n)
 
     assert reporter.backlog == 3
     assert reporter.dropped == 2
@@ -128,7 +129,7 @@ def test_reports_refused_one_by_one_are_dropped_and_the_rest_delivered(portal, c
     clock.now += 60
 
     portal.wait_for(lambda: len(portal.reports()) == 1)
-    wait_until(lambda: reporter.backlog == 0)
+    wait_for(lambda: reporter.backlog == 0)
 
     assert [post.status for post in portal.posts()] == [400, 202]
     assert portal.reports()[0]["topic"] == "Orders"
@@ -141,7 +142,7 @@ def test_a_refused_token_drops_the_batch_without_retrying(portal, clock, recorde
     reporter = start_reporter(portal.url)
     clock.now += 60
 
-    wait_until(lambda: reporter.dropped == 1)
+    wait_for(lambda: reporter.dropped == 1)
     reporter.stop(flush_timeout=0.5)
 
     assert len(portal.posts()) == 1
@@ -173,7 +174,7 @@ def test_a_batch_the_portal_finds_too_large_is_sent_again_in_halves_and_nothing_
     clock.now += 60
 
     portal.wait_for(lambda: len(portal.reports()) == 1000)
-    wait_until(lambda: reporter.backlog == 0)
+    wait_for(lambda: reporter.backlog == 0)
 
     assert [post.status for post in portal.posts()][:3] == [413, 413, 202]  # 1000, then 500, then 250 per batch
     assert {report["topic"] for report in portal.reports()} == {f"Topic{index}" for index in range(1000)}
@@ -188,7 +189,7 @@ def test_a_topic_the_group_is_not_registered_for_is_warned_about_once(portal, st
     reporter.check_registration("Payments")
 
     portal.wait_for(lambda: len(portal.requests) == 2)
-    wait_until(lambda: caplog.text.count("is not registered") == 2)
+    wait_for(lambda: caplog.text.count("is not registered") == 2)
 
     checks = [(request.path, request.query["topic"]) for request in portal.requests]
     assert sorted(checks) == [
@@ -226,7 +227,7 @@ def test_a_token_file_is_read_when_reporting_so_it_may_appear_later(portal, cloc
     recorder.record("Orders", "broker-a", 1.0)
     reporter = start_reporter(portal.url, token_file=token_file)
     clock.now += 60
-    wait_until(lambda: reporter.failed_deliveries >= 1)
+    wait_for(lambda: reporter.failed_deliveries >= 1)
     assert portal.requests == []
 
     token_file.write_text("mqp_from-file\n")

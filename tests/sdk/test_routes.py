@@ -12,7 +12,7 @@ from monitor.remoting.admin import ORDER_TOPIC_NAMESPACE, MQAdmin
 from monitor.remoting.body import BrokerData, PermName, QueueData, TopicConfig, TopicRouteData
 from monitor.sandbox.cluster import SandboxCluster
 from monitor.sdk.routes import NoRoute, RouteTable, queue_brokers
-from tests.sdk.conftest import unique
+from tests.support.factories import unique
 
 RW, READ_ONLY = PermName.PERM_READ | PermName.PERM_WRITE, PermName.PERM_READ
 

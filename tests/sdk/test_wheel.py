@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from monitor.remoting.admin import MQAdmin
-from tests.sdk.conftest import unique
+from tests.support.factories import unique
 
 pytestmark = pytest.mark.slow
 

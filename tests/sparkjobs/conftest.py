@@ -6,10 +6,7 @@ import pytest
 
 from sparkjobs.config import SparkConfig
 from sparkjobs.session import spark_session
-
-LOCAL_MASTER = "local[2]"
-# Test sessions are short: the JIT's first tier only and the serial collector start and warm up about twice as fast.
-QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+from tests.support.spark import LOCAL_MASTER, QUICK_JVM
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,8 +11,8 @@ from django.core.management.base import CommandError
 from sparkjobs import tasks
 from sparkjobs.jobs.runner import JobsFailed
 from stats.models import JobRun, JobState, TopicRollup
-from tests.sparkjobs.conftest import LOCAL_MASTER
 from tests.sparkjobs.minutes import HOUR, store_hour
+from tests.support.spark import LOCAL_MASTER
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 

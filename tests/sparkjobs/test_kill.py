@@ -21,8 +21,8 @@ import pytest
 from sparkjobs.extract.lake import Lake
 from sparkjobs.extract.tables import MINUTE_TABLES
 from stats.models import JobRun, JobState
-from tests.sparkjobs.conftest import LOCAL_MASTER, QUICK_JVM
 from tests.sparkjobs.minutes import HOUR
+from tests.support.spark import LOCAL_MASTER, QUICK_JVM
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

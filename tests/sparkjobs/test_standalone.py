@@ -2,10 +2,8 @@
 on free ports of 127.0.0.1, torn down at the end. The cluster's results equal the local session's, row for row."""
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyspark
@@ -15,19 +13,15 @@ from sparkjobs.config import SparkConfig
 from sparkjobs.jobs.runner import run_job
 from sparkjobs.session import spark_session
 from stats.models import JobState
-from tests.sparkjobs.conftest import QUICK_JVM
 from tests.sparkjobs.minutes import HOUR, snapshot, store_hour
+from tests.support.network import free_port
+from tests.support.spark import QUICK_JVM
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 SPARK_HOME = Path(pyspark.__file__).parent
 READY_WITHIN_SECONDS = 120
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def start(log: Path, *args: str) -> subprocess.Popen:
@@ -43,12 +37,15 @@ def start(log: Path, *args: str) -> subprocess.Popen:
         )
 
 
-def wait_for(log: Path, text: str, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + READY_WITHIN_SECONDS
-    while text not in log.read_text():
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"not ready ({text!r} not logged):\n{log.read_text()[-3000:]}")
-        time.sleep(0.2)
+def wait_until_logged(log: Path, text: str, process: subprocess.Popen) -> None:
+    """Wait for the JVM to log ``text``; one that exits first fails at once, with the end of its log."""
+
+    def logged() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"exited before logging {text!r}:\n{log.read_text()[-3000:]}")
+        return text in log.read_text()
+
+    wait_for(logged, READY_WITHIN_SECONDS, f"{text!r} logged", state=lambda: log.read_text()[-3000:], interval=0.2)
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -73,7 +70,7 @@ def standalone(tmp_path):
     )
     processes = [master]
     try:
-        wait_for(tmp_path / "master.log", "I have been elected leader", master)
+        wait_until_logged(tmp_path / "master.log", "I have been elected leader", master)
         url = f"spark://127.0.0.1:{port}"
         worker = start(
             tmp_path / "worker.log",
@@ -82,7 +79,7 @@ def standalone(tmp_path):
             *("--work-dir", str(tmp_path / "work"), url),
         )
         processes.append(worker)
-        wait_for(tmp_path / "worker.log", "Successfully registered with master", worker)
+        wait_until_logged(tmp_path / "worker.log", "Successfully registered with master", worker)
         yield url
     finally:
         for process in reversed(processes):

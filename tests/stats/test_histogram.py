@@ -15,6 +15,8 @@ from stats.histogram import (
     RELATIVE_ERROR,
     Histogram,
     bucket_index,
+    empty,
+    merge_into,
     percentile_from_counts,
 )
 
@@ -74,6 +76,25 @@ def test_merge_is_associative(a, b, c):
     right = histogram_of(a).merge(histogram_of(b).merge(histogram_of(c)))
     assert left == right
     assert left.count == len(a) + len(b) + len(c)
+
+
+@given(st.lists(values_lists, max_size=5))
+def test_merging_serialized_histograms_gives_the_serialized_merge(lists):
+    """The query layer and the Spark rollups merge serialized rows with merge_into: the same histogram as merging
+    the Histograms themselves, or recording every value in one."""
+    total = empty()
+    for values in lists:
+        merge_into(total, histogram_of(values).to_dict())
+    everything = [value for values in lists for value in values]
+    assert Histogram.from_dict(total) == histogram_of(everything) == Histogram.merged(map(histogram_of, lists))
+
+
+def test_merging_an_empty_histogram_changes_nothing_whatever_its_min_and_max_say():
+    """A sends-only row (every send failed) carries no latency; its zero min must not become the total's min."""
+    total = merge_into(empty(), histogram_of([5.0, 9.0]).to_dict())
+    before = json.loads(json.dumps(total))
+    assert merge_into(total, {"counts": {}, "sum_ms": 0.0, "min_ms": 0.0, "max_ms": 0.0}) == before
+    assert merge_into(empty(), {"counts": {}}) == empty()
 
 
 @given(values_lists)

@@ -26,12 +26,12 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from monitor.warnings.conditions import Condition, Evaluation
 from portal import access
 from portal.celery import app as celery_app
 from portal.models import Broker, Cluster, ConsumerGroup, ProducerGroup, Topic
 from portal.models.warnings import SubjectType, Transition, Warning, WarningEvent, WarningState
 from portal.services import audit
+from portal.services.warnings.rules.conditions import Condition, Evaluation
 from portal.services.warnings.summaries import english
 from portal.services.warnings.thresholds import Thresholds, thresholds_for
 

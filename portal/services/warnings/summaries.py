@@ -1,7 +1,7 @@
 """What a warning says, in words: its summary rendered from its kind, its subject and the figures the rule kept
 (``details``), in the active language and time zone.
 
-The rules (``monitor/warnings``) store figures, never sentences, so one warning reads in English on one user's page,
+The rules (``rules/``) store figures, never sentences, so one warning reads in English on one user's page,
 in Chinese on another's and in each recipient's language in their notifications. Every sentence is a translated
 template with named placeholders; numbers, durations, rates and lists are worded per language by the helpers below.
 

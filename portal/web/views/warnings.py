@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from portal import access
 from portal.filters import WarningFilterSet
-from portal.models import Channel, ChannelKind, SubjectType, WarningKind
+from portal.models import Channel, ChannelKind, SubjectType, WarningKind, warning_params
 from portal.models.warnings import KIND_SUBJECT
 from portal.services.warnings import channels, delivery, lifecycle, queries, subscriptions, thresholds
 from portal.web import warning_details
@@ -121,7 +121,7 @@ def entry_thresholds(request, kind, pk):
     entry = visible_entry(entry_model(kind), request.user, pk)
     if not access.can_change(request.user, entry):
         raise PermissionDenied
-    kinds = thresholds.kinds_for(entry)
+    kinds = warning_params.kinds_for(entry)
     effective = thresholds.thresholds_for(entry.cluster)
     inherited = {warning_kind: effective.default(warning_kind) for warning_kind in kinds}
     forms, posted = _threshold_forms(request, kinds, queries.overrides_of(entry), inherited)
@@ -138,7 +138,7 @@ def entry_thresholds(request, kind, pk):
 def warning_defaults(request):
     """Portal admins: every type's default parameters; blank fields keep the built-in values."""
     kinds = WarningKind.values
-    forms, posted = _threshold_forms(request, kinds, queries.defaults(), thresholds.BUILTIN)
+    forms, posted = _threshold_forms(request, kinds, queries.defaults(), warning_params.BUILTIN)
     if posted is not None and _save_threshold(
         request, posted, lambda kind, params: thresholds.set_default(kind, params, by=request.user)
     ):

@@ -1,12 +1,13 @@
 """Warning rules: every condition the collected data shows for one cluster, as :class:`Condition` rows in an
-:class:`Evaluation` (what to do about them is ``portal.services.warnings.reconcile``'s job).
+:class:`Evaluation` (what to do about them is ``portal.services.warnings.lifecycle.reconcile``'s job). They live
+beside the vocabulary they speak (kinds, thresholds, lifecycle): ``monitor`` collects, the portal judges.
 
-One module per family of rules, each a function of the evaluation :class:`~monitor.warnings.base.Context` that
-returns its kinds with their conditions (a kind it could not judge is left out, so it is not "evaluated"):
-:mod:`~monitor.warnings.consumers` (lag, blocked clients, offset errors, subscriptions, retries, dead letters),
-:mod:`~monitor.warnings.producers` (send exceptions from the SDK), :mod:`~monitor.warnings.traffic` (surge and
-drop), :mod:`~monitor.warnings.health` (name servers, brokers, slave lag) and :mod:`~monitor.warnings.servers`.
-Every family reads the whole cluster in a few set-based queries, never one per topic or group.
+One module per family of rules, each a function of the evaluation :class:`~.base.Context` that returns its kinds
+with their conditions (a kind it could not judge is left out, so it is not "evaluated"): :mod:`.consumers` (lag,
+blocked clients, offset errors, subscriptions, retries, dead letters; a package, one module per job),
+:mod:`.producers` (send exceptions from the SDK), :mod:`.traffic` (surge and drop), :mod:`.health` (name servers,
+brokers, slave lag) and :mod:`.servers`. Every family reads the whole cluster in a few set-based queries, never one
+per topic or group.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ import json
 
 from django.utils import timezone
 
-from monitor.warnings import consumers, health, producers, servers, traffic
-from monitor.warnings.base import Context
-from monitor.warnings.conditions import Condition, Evaluation, RuleFailure
 from portal.models import Cluster
+from portal.services.warnings.rules import consumers, health, producers, servers, traffic
+from portal.services.warnings.rules.base import Context
+from portal.services.warnings.rules.conditions import Condition, Evaluation, RuleFailure
 
 FAMILIES = (consumers, producers, traffic, health, servers)
 

@@ -13,9 +13,9 @@ from collections import defaultdict
 
 from monitor.collect.servers import broker_hosts
 from monitor.models import ServerAccess
-from monitor.warnings.base import Context, iso
-from monitor.warnings.conditions import Condition, SubjectType
 from portal.models.warnings import WarningKind
+from portal.services.warnings.rules.base import Context, iso
+from portal.services.warnings.rules.conditions import Condition, SubjectType
 from stats.models import SERVER_SLOT, ServerDiskSample, ServerSample
 
 FRESH = 3 * SERVER_SLOT

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from django.db.models import F, QuerySet
 
-from monitor.warnings.conditions import Condition, RuleFailure
 from portal.models import Cluster
+from portal.services.warnings.rules.conditions import Condition, RuleFailure
 from portal.services.warnings.thresholds import Thresholds, thresholds_for
 from stats.models import ClusterMinute
 from stats.queries.traffic import MINUTE, latest_minute
@@ -22,7 +22,7 @@ HISTORY = dt.timedelta(days=1)
 # Rows per IN (...) list: SQLite's oldest limit on bound parameters is 999.
 CHUNK = 900
 
-logger = logging.getLogger("monitor.warnings")
+logger = logging.getLogger("portal.services.warnings.rules")
 
 
 @dataclass

@@ -13,10 +13,10 @@ from collections import Counter, defaultdict
 
 from django.db.models import Sum
 
-from monitor.warnings.base import Context, chunks, cluster_rows, iso
-from monitor.warnings.conditions import Condition, SubjectType
 from portal.models import ProducerGroup
 from portal.models.warnings import WarningKind
+from portal.services.warnings.rules.base import Context, chunks, cluster_rows, iso
+from portal.services.warnings.rules.conditions import Condition, SubjectType
 from stats.models import ProducerMinute
 
 GROUP = SubjectType.PRODUCER_GROUP

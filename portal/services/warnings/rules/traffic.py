@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q, Sum
 
-from monitor.warnings.base import Context, chunks, cluster_rows, iso
-from monitor.warnings.conditions import Condition, SubjectType
 from portal.models.warnings import WarningKind
+from portal.services.warnings.rules.base import Context, chunks, cluster_rows, iso
+from portal.services.warnings.rules.conditions import Condition, SubjectType
 from stats.models import TopicMinute
 
 RECENT = dt.timedelta(minutes=3)

@@ -18,10 +18,10 @@ from collections import defaultdict
 
 from django.db.models import Max
 
-from monitor.warnings.base import Context, cluster_rows, iso
-from monitor.warnings.conditions import Condition, Severity, SubjectType, broker_subject
 from portal.models import Broker
 from portal.models.warnings import WarningKind
+from portal.services.warnings.rules.base import Context, cluster_rows, iso
+from portal.services.warnings.rules.conditions import Condition, Severity, SubjectType, broker_subject
 from stats.models import BrokerProbe, NameServerProbe
 from stats.queries.traffic import FRESH_FOR, MINUTE
 

@@ -3,7 +3,6 @@ authorization matrix, a registered cluster backed by a real sandbox cluster, a t
 of the page tests."""
 
 from tests.portal.browser import browser  # noqa: F401
-from tests.support.factories import make_user  # noqa: F401  (until test_services_applications.py imports it)
 from tests.support.portal_world import (  # noqa: F401
     cluster,
     fast_password_hashing,

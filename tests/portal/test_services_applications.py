@@ -31,7 +31,7 @@ from portal.models import (
 from portal.services import applications, cluster_ops
 from portal.services.applications import InvalidTransition, workflow
 from portal.services.cluster_ops import ClusterOperationError
-from tests.portal.conftest import make_user
+from tests.support.factories import make_user
 
 K = ApplicationKind
 

@@ -6,7 +6,6 @@ The sandbox is shared by the whole session, so each test creates names of its ow
 """
 
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -31,6 +30,7 @@ from portal.models import (
 from portal.models.validation import is_system_group, is_system_topic
 from portal.services import registry
 from portal.services.sync import SYNC_LEASE, SyncReport, sync_cluster
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture
@@ -58,14 +58,6 @@ def delete_topic(admin, sandbox, name: str) -> None:
 def create_group(admin, sandbox, name: str) -> None:
     for addr in masters(sandbox):
         admin.create_and_update_subscription_group_config(addr, b.SubscriptionGroupConfig(group_name=name))
-
-
-def wait_for(condition, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while not (result := condition()):
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
-    return result
 
 
 def test_the_sync_imports_a_topic_created_directly_on_the_cluster(cluster, sandbox, admin):

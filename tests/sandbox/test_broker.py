@@ -18,7 +18,7 @@ from monitor.remoting.codes import RequestCode, ResponseCode
 from monitor.remoting.command import RemotingCommand, encode_frame
 from monitor.remoting.errors import RemotingError
 from monitor.remoting.sync import run_sync
-from monitor.sandbox.broker import Broker, core
+from monitor.sandbox.broker import Broker, registration
 from monitor.sandbox.server import RemotingServer
 from tests.fixtures import captured_request, captured_response
 from tests.support.waiting import wait_for
@@ -125,7 +125,7 @@ def test_registration_and_unregistration_have_the_captured_shape():
 
 def test_broker_registers_again_every_period(monkeypatch):
     # 4.9.4 keeps the period within 10..60 s; lift the floor so the test need not wait 10 s.
-    monkeypatch.setattr(core, "_REGISTER_PERIOD_MIN_MS", 0)
+    monkeypatch.setattr(registration, "_REGISTER_PERIOD_MIN_MS", 0)
     with FakeNameServer() as fake:
         broker = Broker("DefaultCluster", "broker-a", 0, [fake.addr], config={"registerNameServerPeriod": 20}).start()
         try:

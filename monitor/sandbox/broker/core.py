@@ -19,6 +19,9 @@ Stopping and starting again keeps the store and tables (a restarted broker keeps
 Everything runs on the server's event loop; the store is thread-safe, so tests may read it from other threads.
 Whole-table bodies are built, and the slave's copies of them decoded, on worker threads (see
 :class:`~monitor.sandbox.broker._common.EncodedBodies`).
+
+The registrations with the name servers are in ``registration``, the slave's copies from its master in ``slave`` (both
+mixed into Broker), the ACL check in ``acl`` and the request processors in their own modules.
 """
 
 from __future__ import annotations
@@ -27,40 +30,28 @@ import asyncio
 import datetime
 import logging
 import time
-import zlib
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Hashable, Iterable, Mapping
 from typing import Self
 
-from monitor.remoting import fastjson
 from monitor.remoting import headers as h
-from monitor.remoting.acl import AclCredentials, verify_signature
-from monitor.remoting.body import (
-    ConsumerOffsetSerializeWrapper,
-    DelayOffsetSerializeWrapper,
-    KVTable,
-    PermName,
-    RegisterBrokerBody,
-    SubscriptionGroupWrapper,
-    TopicConfig,
-    TopicConfigSerializeWrapper,
-    WireBean,
-)
+from monitor.remoting.acl import AclCredentials
 from monitor.remoting.client import RemotingClient
 from monitor.remoting.codes import RequestCode, ResponseCode
 from monitor.remoting.command import RemotingCommand
-from monitor.remoting.errors import ProtocolError, RemotingError
-from monitor.remoting.message import decode_messages
+from monitor.remoting.errors import RemotingError
 from monitor.sandbox.broker._common import InnerMessage, next_version, now_ms
+from monitor.sandbox.broker.acl import acl_problem
 from monitor.sandbox.broker.admin import AdminProcessor, earliest_message_time, human_bytes
 from monitor.sandbox.broker.client_manage import ClientManageProcessor
 from monitor.sandbox.broker.clients import ConsumerManager, ProducerManager, RebalanceLockManager
 from monitor.sandbox.broker.config import BrokerConfig, parse_delay_levels
 from monitor.sandbox.broker.consumer_admin import ConsumerAdminProcessor
 from monitor.sandbox.broker.pull import PullProcessor
-from monitor.sandbox.broker.runtime import StoreStats
+from monitor.sandbox.broker.registration import NameServerRegistration, PendingRegistration
+from monitor.sandbox.broker.runtime import StoreStats, java_double
 from monitor.sandbox.broker.schedule import DELAY, REAL_QUEUE_ID, REAL_TOPIC, ScheduleMessageService
 from monitor.sandbox.broker.send import SendProcessor
+from monitor.sandbox.broker.slave import SlaveSynchronization
 from monitor.sandbox.broker.tables import (
     SCHEDULE_TOPIC,
     ConsumerOffsetManager,
@@ -69,14 +60,7 @@ from monitor.sandbox.broker.tables import (
 )
 from monitor.sandbox.server import Connection, Handler, RemotingServer
 from monitor.sandbox.stats import BrokerStatsManager, StatsSampler
-from monitor.sandbox.store import (
-    DEFAULT_MAX_BYTES,
-    DEFAULT_SEGMENT_BYTES,
-    MessageStore,
-    PutMessageError,
-    PutResult,
-    java_properties_string,
-)
+from monitor.sandbox.store import DEFAULT_MAX_BYTES, MessageStore, PutMessageError, PutResult, java_properties_string
 
 log = logging.getLogger(__name__)
 
@@ -85,30 +69,12 @@ MASTER_ID = 0
 DEFAULT_DELAY_TIME_SCALE = 0.01
 # SlaveSynchronize runs every 10 s in 4.9.4.
 DEFAULT_SLAVE_SYNC_INTERVAL = 10.0
-# How often a slave copies new commit-log records from its master (a real HA link streams continuously).
-REPLICATION_INTERVAL = 0.05
 CLIENT_SCAN_INTERVAL = 10.0
-# BrokerOuterAPI.unregisterBroker's timeout: a name server that does not answer must not hold up a stop.
-UNREGISTER_TIMEOUT = 3.0
 _TRANSACTION_MASK = 0xC
 _TRANSACTION_COMMIT = 0x8
-_REGISTER_PERIOD_MIN_MS, _REGISTER_PERIOD_MAX_MS = 10_000, 60_000
-ACCESS_KEY = "AccessKey"
-UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 
 
-@dataclass
-class _Registration:
-    """The registration the broker sends next: the whole table (``full``) or the topics changed since the last
-    one was sent; everyone who joined it waits on ``sent``."""
-
-    sent: asyncio.Future[None]
-    full: bool = False
-    topics: dict[str, TopicConfig] = field(default_factory=dict)
-    check_order_config: bool = False
-
-
-class Broker(RemotingServer):
+class Broker(NameServerRegistration, SlaveSynchronization, RemotingServer):
     """``Broker("DefaultCluster", "broker-a", 0, ["127.0.0.1:9876"]).start()``; a slave takes ``broker_id`` 1 (or
     more) and its master's Broker object, whose store it replicates.
 
@@ -167,7 +133,7 @@ class Broker(RemotingServer):
         self._sampler: StatsSampler | None = None
         self._background: list[asyncio.Task] = []
         self._register_lock: asyncio.Lock | None = None
-        self._next_registration: _Registration | None = None
+        self._next_registration: PendingRegistration | None = None
         # The master's last body of each whole table this slave applied, and the table's revision after it.
         self._synchronized: dict[RequestCode, tuple[bytes, Hashable]] = {}
         self._replication_stalled = False
@@ -260,123 +226,6 @@ class Broker(RemotingServer):
         """A request as the broker's Java client side writes it."""
         ext = header.to_ext_fields() if header is not None else None
         return RemotingCommand.request(code, ext, body, language="JAVA")
-
-    async def register_broker_all(self, check_order_config: bool = True) -> None:
-        """registerBrokerAll: the whole topic table to every name server. With ``check_order_config`` (at start,
-        periodically, after a permission change; not after a topic made by a send or a consumer's retry topic)
-        the ORDER_TOPIC_CONFIG entries in the answer then mark which topics are ordered."""
-        await self._join_registration(full=True, check_order_config=check_order_config)
-
-    async def register_topic(self, config: TopicConfig) -> None:
-        """registerIncrementBrokerData: one changed topic, with the table's current version (and, like every
-        registration it makes, the order config applied from the answer)."""
-        permission = int(self.config["brokerPermission"])
-        if not (PermName.is_writeable(permission) and PermName.is_readable(permission)):
-            config = replace(config, perm=permission)
-        await self._join_registration(topic=config, check_order_config=True)
-
-    async def _join_registration(
-        self, *, full: bool = False, topic: TopicConfig | None = None, check_order_config: bool
-    ) -> None:
-        """Add the whole table or one topic to the next registration and wait until it has been sent."""
-        pending = self._next_registration
-        if pending is None:
-            pending = self._next_registration = _Registration(asyncio.get_running_loop().create_future())
-            self._spawn(self._send_registration(pending))
-        if full:
-            pending.full = True
-        else:
-            pending.topics[topic.topic_name] = topic
-        pending.check_order_config |= check_order_config
-        await asyncio.shield(pending.sent)
-
-    async def _send_registration(self, pending: _Registration) -> None:
-        """Send ``pending`` once the registration before it is done. It is closed to newcomers and its body built
-        only then, after the lock, so registrations reach the name servers with ever newer versions: the name
-        server ignores the topics of a registration whose version it already has."""
-        try:
-            async with self._register_lock:
-                self._next_registration = None
-                if pending.full:
-                    body = await self.topics.register_body()
-                else:
-                    wrapper = TopicConfigSerializeWrapper(
-                        topic_config_table=pending.topics, data_version=replace(self.topics.data_version)
-                    )
-                    body = RegisterBrokerBody(topic_config_serialize_wrapper=wrapper, filter_server_list=[]).encode()
-                await self._register(body, pending.check_order_config)
-        except asyncio.CancelledError:  # the broker is stopping
-            if self._next_registration is pending:
-                self._next_registration = None
-            pending.sent.cancel()
-            raise
-        except Exception as exc:  # handed to everyone waiting for this registration
-            pending.sent.set_exception(exc)
-        else:
-            pending.sent.set_result(None)
-
-    async def _register(self, body: bytes, check_order_config: bool) -> None:
-        """REGISTER_BROKER with ``body`` to every name server (the caller holds the registration lock); a slave
-        learns its master from the answers, and with ``check_order_config`` the first answer's ORDER_TOPIC_CONFIG
-        table (doRegisterBrokerAll's updateOrderTopicConfig; no table at all changes nothing)."""
-        header = h.RegisterBrokerRequestHeader(
-            broker_name=self.broker_name,
-            broker_addr=self.addr,
-            cluster_name=self.cluster_name,
-            ha_server_addr=self.ha_server_addr,
-            broker_id=self.broker_id,
-            compressed=False,
-            body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
-        )
-        answers = await asyncio.gather(
-            *(
-                self._client.invoke(addr, self._request(RequestCode.REGISTER_BROKER, header, body))
-                for addr in self.namesrv_addrs
-            ),
-            return_exceptions=True,
-        )
-        accepted = []
-        for addr, answer in zip(self.namesrv_addrs, answers, strict=True):
-            if isinstance(answer, BaseException):
-                log.warning("%s: registering with name server %s failed: %s", self.name, addr, answer)
-            elif answer.code != ResponseCode.SUCCESS:
-                log.warning("%s: name server %s refused the registration: %s", self.name, addr, answer.remark)
-            else:
-                accepted.append(answer)
-                if self.is_slave:
-                    result = h.RegisterBrokerResponseHeader.from_ext_fields(answer.ext_fields)
-                    if result.master_addr:
-                        self.master_addr = result.master_addr
-        if check_order_config and accepted and accepted[0].body:
-            self.topics.update_order_config(KVTable.decode(accepted[0].body).table)
-
-    async def _unregister_broker_all(self) -> None:
-        header = h.UnRegisterBrokerRequestHeader(
-            broker_name=self.broker_name,
-            broker_addr=self.addr,
-            cluster_name=self.cluster_name,
-            broker_id=self.broker_id,
-        )
-        answers = await asyncio.gather(
-            *(
-                self._client.invoke(
-                    addr, self._request(RequestCode.UNREGISTER_BROKER, header), timeout=UNREGISTER_TIMEOUT
-                )
-                for addr in self.namesrv_addrs
-            ),
-            return_exceptions=True,
-        )
-        for addr, answer in zip(self.namesrv_addrs, answers, strict=True):
-            if isinstance(answer, RemotingError):
-                log.info("%s: unregistering from %s failed: %s", self.name, addr, answer)
-
-    async def _register_periodically(self) -> None:
-        while True:
-            period = min(
-                max(int(self.config["registerNameServerPeriod"]), _REGISTER_PERIOD_MIN_MS), _REGISTER_PERIOD_MAX_MS
-            )
-            await asyncio.sleep(period / 1000)
-            await self.register_broker_all()
 
     # --- clients ---------------------------------------------------------------------------------------------------
 
@@ -477,9 +326,9 @@ class Broker(RemotingServer):
         used = store.commit_log_max_offset - store.commit_log_min_offset
         ratio = self.disk_ratio()
         info = stats.runtime_info()
-        info[f"commitLogDiskRatio_{config['storePathCommitLog']}"] = _java_double(ratio)
-        info["commitLogDiskRatio"] = _java_double(ratio)
-        info["consumeQueueDiskRatio"] = _java_double(ratio)
+        info[f"commitLogDiskRatio_{config['storePathCommitLog']}"] = java_double(ratio)
+        info["commitLogDiskRatio"] = java_double(ratio)
+        info["consumeQueueDiskRatio"] = java_double(ratio)
         info.update(self.schedule.running_stats())
         info["commitLogMinOffset"] = str(store.commit_log_min_offset)
         info["commitLogMaxOffset"] = str(store.commit_log_max_offset)
@@ -534,97 +383,6 @@ class Broker(RemotingServer):
             self.store_stats.sample()
             self._roll_day()
 
-    # --- slave -----------------------------------------------------------------------------------------------------
-
-    async def _synchronize_periodically(self) -> None:
-        while True:
-            await self.synchronize_from_master()
-            await asyncio.sleep(self.slave_sync_interval)
-
-    async def synchronize_from_master(self) -> None:
-        """SlaveSynchronize.syncAll: topics, consumer offsets, delay offsets and subscription groups from the
-        master whose address the name server gave; a failing part is logged and the next one still runs."""
-        master_addr = self.master_addr
-        if master_addr is None or master_addr == self.addr:
-            return
-        parts = (
-            (
-                RequestCode.GET_ALL_TOPIC_CONFIG,
-                TopicConfigSerializeWrapper.decode,
-                self.topics.replace_all,
-                self.topics,
-            ),
-            (
-                RequestCode.GET_ALL_CONSUMER_OFFSET,
-                ConsumerOffsetSerializeWrapper.decode,
-                self.offsets.merge,
-                self.offsets,
-            ),
-            (RequestCode.GET_ALL_DELAY_OFFSET, DelayOffsetSerializeWrapper.decode, self.schedule.adopt, None),
-            (
-                RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
-                SubscriptionGroupWrapper.decode,
-                self.groups.replace_all,
-                self.groups,
-            ),
-        )
-        for code, decode, apply, table in parts:
-            try:
-                answer = await self._client.invoke(master_addr, self._request(code))
-                if answer.code == ResponseCode.SUCCESS:
-                    await self._synchronize_part(code, answer.body, decode, apply, table)
-                else:
-                    log.warning("%s: master %s answered %s to %s", self.name, master_addr, answer.code, code.name)
-            except (RemotingError, ProtocolError) as exc:
-                log.warning("%s: %s from master %s failed: %s", self.name, code.name, master_addr, exc)
-
-    async def _synchronize_part(
-        self,
-        code: RequestCode,
-        body: bytes,
-        decode: Callable[[bytes], WireBean],
-        apply: Callable[[WireBean], object],
-        table: TopicConfigManager | SubscriptionGroupManager | ConsumerOffsetManager | None,
-    ) -> None:
-        """Apply one part of the master's state. Bodies are decoded on a worker thread: at 10,000 entries a table
-        is a megabyte or two of fastjson. A master whose table has not changed sends the same bytes again, so a
-        body equal to the one applied last time to ``table``, which has not changed here since, needs no decoding
-        at all: applying it again would change nothing (a putAll of the same offsets included)."""
-        if table is not None and self._synchronized.get(code) == (body, table.revision):
-            return
-        apply(await asyncio.get_running_loop().run_in_executor(None, decode, body))
-        if table is not None:
-            self._synchronized[code] = (body, table.revision)
-
-    async def _replicate(self) -> None:
-        while True:
-            self.replicate_once()
-            await asyncio.sleep(REPLICATION_INTERVAL)
-
-    def replicate_once(self) -> int:
-        """Copy the master's new commit-log records and dispatch them; returns how many records were copied.
-        Counted as puts, as the real slave's dispatcher counts them."""
-        copied = 0
-        target = self.master.store.commit_log_max_offset if self.master.store is not None else 0
-        while self.store.commit_log_max_offset < target:
-            started = time.monotonic()
-            try:
-                start, data = self.master.store.records_since(self.store.commit_log_max_offset, DEFAULT_SEGMENT_BYTES)
-            except ValueError as exc:  # the master no longer holds what we need, or we are ahead of it
-                if not self._replication_stalled:
-                    log.error("%s: replication from %s stalled: %s", self.name, self.master.name, exc)
-                self._replication_stalled = True
-                return copied
-            self._replication_stalled = False
-            if not data:
-                break
-            self.store.append_records(start, data)
-            records = decode_messages(data, decompress=False)
-            for record in records:
-                self.messages_stored(record.topic, record.queue_id, 1, record.store_size, started)
-            copied += len(records)
-        return copied
-
 
 async def _quietly(call: Awaitable[None], what: str) -> None:
     """Run a oneway call to a client whose failure (the client is gone) only deserves a log line."""
@@ -634,40 +392,8 @@ async def _quietly(call: Awaitable[None], what: str) -> None:
         log.info("%s failed: %s", what, exc)
 
 
-def acl_problem(cmd: RemotingCommand, accounts: Mapping[str, str]) -> str | None:
-    """PlainPermissionManager.validate's verdict on a request's credentials, as the remark a broker sends (the
-    AclException and the line of 4.9.4's PlainPermissionManager that throws it), None when they are good.
-
-    The signed content is every extFields value but Signature and _UNIQUE_KEY_QUERY, sorted by key, then the
-    body (PlainAccessValidator.parse)."""
-    fields = cmd.ext_fields or {}
-    access_key = fields.get(ACCESS_KEY)
-    if access_key is None:
-        return _acl_exception("No accessKey is configured", 663)
-    access_key = str(access_key)
-    secret = accounts.get(access_key)
-    if secret is None:
-        return _acl_exception(f"No acl config for {access_key}", 667)
-    if not verify_signature(cmd, secret):
-        return _acl_exception(f"Check signature failed for accessKey={access_key}", 683)
-    return None
-
-
-def _acl_exception(message: str, line: int) -> str:
-    """RemotingHelper.exceptionSimpleDesc of an AclException thrown in PlainPermissionManager.validate."""
-    return (
-        f"org.apache.rocketmq.acl.common.AclException: {message}, "
-        f"org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:{line})"
-    )
-
-
 def _int_or_zero(text: str | None) -> int:
     try:
         return int(text) if text is not None else 0
     except ValueError:
         return 0
-
-
-def _java_double(value: float) -> str:
-    """String.valueOf(double), which fastjson's number writing matches."""
-    return fastjson.dumps(value)

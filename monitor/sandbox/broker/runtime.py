@@ -47,7 +47,7 @@ def _tps(before: _Snapshot, last: _Snapshot) -> float:
     return float(last.value - before.value) * 1000.0 / float(elapsed) if elapsed else 0.0
 
 
-def _java_double(value: float) -> str:
+def java_double(value: float) -> str:
     """String.valueOf(double): fastjson writes doubles the same way."""
     return fastjson.dumps(value)
 
@@ -123,11 +123,11 @@ class StoreStats:
         return _tps(series[-(window + 1)], series[-1])
 
     def _rates(self, name: str) -> str:
-        return " ".join("" if (rate := self._rate(name, window)) is None else _java_double(rate) for window in _WINDOWS)
+        return " ".join("" if (rate := self._rate(name, window)) is None else java_double(rate) for window in _WINDOWS)
 
     def _total_rates(self) -> str:
         return " ".join(
-            _java_double((self._rate("found", window) or 0.0) + (self._rate("miss", window) or 0.0))
+            java_double((self._rate("found", window) or 0.0) + (self._rate("miss", window) or 0.0))
             for window in _WINDOWS
         )
 
@@ -164,7 +164,7 @@ class StoreStats:
                 "putMessageFailedTimes": str(self.put_failed),
                 "putMessageSizeTotal": str(self.put_size),
                 "putMessageDistributeTime": distribution,
-                "putMessageAverageSize": _java_double(self.put_size / total),
+                "putMessageAverageSize": java_double(self.put_size / total),
                 "dispatchMaxBuffer": "0",
                 "getMessageEntireTimeMax": str(self.get_time_max),
                 "putTps": self._rates("put"),

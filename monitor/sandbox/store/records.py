@@ -5,12 +5,7 @@ records back with, and the splitter of a client's batch body."""
 import struct
 from dataclasses import dataclass
 
-from monitor.remoting.message import (
-    BORNHOST_V6_FLAG,
-    MESSAGE_MAGIC_CODE,
-    STOREHOSTADDRESS_V6_FLAG,
-    decode_properties,
-)
+from monitor.remoting.message import BORNHOST_V6_FLAG, MESSAGE_MAGIC_CODE, STOREHOSTADDRESS_V6_FLAG, decode_properties
 from monitor.sandbox.store.results import PutMessageError, PutMessageStatus
 
 JAVA_INT_MAX = 0x7FFFFFFF

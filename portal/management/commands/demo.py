@@ -115,7 +115,7 @@ DEMO_TRAFFIC = DemoTraffic(
 # last two hours' 10-minute and hourly rollups. Charts read the minute data where no rollup is written yet.
 CATCH_UP_HOURS = {"daily": 7 * 24, "rankings": 24, "hourly": 2}
 # The demo's Spark work is small and short: JVMs with the JIT's first tier only warm up about twice as fast.
-DEMO_SPARK_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+DEMO_SPARK_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 NAMESRV_LINE = re.compile(rf"^namesrv=({re.escape(HOST)}:\d+)$", re.MULTILINE)
 
 

@@ -1,4 +1,4 @@
-"""Every MQAdmin method (monitor/remoting/admin.py) against real RocketMQ 4.9.4 and 5.5.0 brokers and name servers.
+"""Every MQAdmin method (monitor/remoting/admin/) against real RocketMQ 4.9.4 and 5.5.0 brokers and name servers.
 
 Each cluster line gets one known traffic run with the real C++ client (tests/real/traffic.py): FIRST messages sent
 and consumed by a push consumer group, then REST sent that the group never gets, producer and consumer left online.

@@ -1,5 +1,5 @@
 """The sandbox answers like a real RocketMQ 4.9.4: the same scenario on both (tests/real/differential.py), then
-every request the collector, the mqadmin CLI and the portal send through monitor/remoting/admin.py, compared field
+every request the collector, the mqadmin CLI and the portal send through monitor/remoting/admin/, compared field
 by field: response code, remark, extFields and body, keys in the same order, of the same types, with the same values
 wherever the value is deterministic.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from monitor.remoting import headers as h
-from monitor.remoting.admin import (
+from monitor.remoting.admin.base import (
     DEFAULT_TOPIC,
     MAX_TIMESTAMP,
     ORDER_TOPIC_NAMESPACE,
@@ -37,7 +37,7 @@ from tests.real import differential as d
 from tests.real.differential import Rule, Side, rules
 from tests.support.waiting import wait_for
 
-ADMIN_SOURCE = Path(d.__file__).resolve().parents[2] / "monitor" / "remoting" / "admin.py"
+ADMIN_SOURCES = sorted((Path(d.__file__).resolve().parents[2] / "monitor" / "remoting" / "admin").glob("*.py"))
 NO_TOPIC = "DiffNoSuchTopic"
 NO_GROUP = "DiffNoSuchGroup"
 TEMP_TOPIC = "DiffTempTopic"
@@ -615,9 +615,9 @@ def test_changes_are_answered_as_by_a_real_one(name, sides):
 
 
 def test_every_request_the_admin_client_sends_is_compared():
-    """A request the admin client gains (monitor/remoting/admin.py, which the collector, the CLI and the portal go
+    """A request the admin client gains (monitor/remoting/admin/, which the collector, the CLI and the portal go
     through) needs a case here, or the sandbox could answer it wrongly unnoticed."""
-    sent = set(re.findall(r"RequestCode\.([A-Z_0-9]+)", ADMIN_SOURCE.read_text()))
+    sent = {code for path in ADMIN_SOURCES for code in re.findall(r"RequestCode\.([A-Z_0-9]+)", path.read_text())}
     compared = {item.code.name for steps in CASES.values() for item in steps}
     assert sent - compared == set()
 

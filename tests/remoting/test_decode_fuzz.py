@@ -36,7 +36,7 @@ def _runtime_info(body: bytes) -> b.BrokerRuntimeInfo:
     return info
 
 
-# What the admin client (monitor/remoting/admin.py) does with a successful answer to each request code.
+# What the admin client (monitor/remoting/admin/) does with a successful answer to each request code.
 BODY_DECODERS: dict[int, Callable[[bytes], object]] = {
     RequestCode.GET_BROKER_CONFIG: b.parse_properties,
     RequestCode.GET_NAMESRV_CONFIG: b.parse_properties,

@@ -17,7 +17,13 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
-from monitor.remoting.errors import RemotingClosedError, RemotingConnectError, RemotingTimeoutError
+from monitor.remoting.errors import (
+    ProtocolError,
+    RemotingClosedError,
+    RemotingConnectError,
+    RemotingError,
+    RemotingTimeoutError,
+)
 
 T = TypeVar("T")
 J = TypeVar("J")
@@ -32,6 +38,11 @@ class BrokerDown(Exception):
         self.addr = addr
         self.reason = reason
         super().__init__(f"{addr} is down: {reason}")
+
+
+# Whatever a request of a cycle can fail with: an error code, an answer that cannot be read, a broker marked down or
+# one that does not answer.
+FAILED = (RemotingError, ProtocolError, BrokerDown, *UNREACHABLE)
 
 
 class Requests:

@@ -1,27 +1,16 @@
-"""The server half of RocketMQ's remoting layer, on asyncio, for the sandbox name server and brokers.
+"""The server half of RocketMQ's remoting layer, on asyncio, for the sandbox name server and brokers: listening,
+accepting, reading frames from each :class:`~monitor.sandbox.connection.Connection` and handing requests to the
+answering half it inherits (:class:`~monitor.sandbox.dispatch.Dispatcher`).
 
 A sandbox server has to be more than a function from request to response, because real clients notice the rest:
 
-* state lives with connections: a name server drops a broker's routes the moment that broker's connection closes,
-  and a broker keys its consumer tables by the consumer's connection, so handlers get the :class:`Connection`
-  (Netty's channel) and the server reports every closed connection to its close callbacks;
-* brokers call their clients back over the clients' own connections (GET_CONSUMER_RUNNING_INFO relayed from an
-  admin, NOTIFY_CONSUMER_IDS_CHANGED and RESET_CONSUMER_CLIENT_OFFSET oneway), so a connection can send requests,
-  numbered from the server's own opaque counter like a Java process's, and match the client's replies to them;
-* unknown codes are answered the way each Java server answers them: a broker's default processor replies code 3
-  REQUEST_CODE_NOT_SUPPORTED with remark ``" request type N not supported"``, the name server's returns null so
-  the client just times out (``answer_unknown_codes=False``);
-* failures must look like real ones for the monitor's tests and the demo: :meth:`RemotingServer.pause` accepts
-  connections but answers nothing, like a hung JVM; :meth:`~RemotingServer.set_delay` slows every answer,
-  :meth:`~RemotingServer.set_drop_ratio` loses a share of them, :meth:`~RemotingServer.set_answer_body` answers
-  one request code with a body of the test's choosing (bytes a client cannot read, such as Properties text that is
-  not UTF-8), and :meth:`~RemotingServer.stop` followed by :meth:`~RemotingServer.start` restarts on the same port,
-  as a restarted broker comes back at its address.
+* state lives with connections, so handlers get the Connection and the server reports every closed connection to its
+  close callbacks (:meth:`RemotingServer.on_close`);
+* failures must look like real ones: :meth:`RemotingServer.pause` accepts connections but answers nothing, like a
+  hung JVM, and :meth:`~RemotingServer.stop` followed by :meth:`~RemotingServer.start` restarts on the same port, as
+  a restarted broker comes back at its address (the answer faults are the dispatcher's).
 
-Response rules follow NettyRemotingAbstract.processRequestCommand (4.9.4): a response carries the request's opaque
-and serialize type, oneway requests are never answered, and a handler that raises is answered with SYSTEM_ERROR and
-a one-line description (in JSON, since Java builds that response outside the callback that copies the request's
-serialize type). Every request is handled in its own task, as Java hands each to a thread pool, so a handler
+Every request is handled in its own task, as Java hands each to a thread pool, so a handler
 waiting on another connection (a relayed call) never blocks the connection it came from. A frame that cannot be
 decoded closes that connection only (Java's NettyDecoder does the same); idle connections are closed after
 ``idle_timeout`` seconds without traffic either way, like the IdleStateHandler of serverChannelMaxIdleTimeSeconds.
@@ -39,141 +28,35 @@ import concurrent.futures
 import inspect
 import itertools
 import logging
-import random
 import socket
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Self, TypeVar
 
-from monitor.remoting.codes import ONEWAY_FLAG, RESPONSE_FLAG, ResponseCode
-from monitor.remoting.command import FrameDecoder, RemotingCommand, encode_frame
-from monitor.remoting.errors import ProtocolError, RemotingClosedError, RemotingTimeoutError
+from monitor.remoting.command import FrameDecoder
+from monitor.remoting.errors import ProtocolError
+from monitor.sandbox.connection import Connection
+from monitor.sandbox.dispatch import Dispatcher
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Handler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
-CloseCallback = Callable[["Connection"], Awaitable[None] | None]
+CloseCallback = Callable[[Connection], Awaitable[None] | None]
 
 READ_CHUNK = 256 * 1024
 # NettyServerConfig.serverChannelMaxIdleTimeSeconds.
 DEFAULT_IDLE_TIMEOUT = 120.0
-# How long a server-to-client request waits for the client's reply unless the caller says otherwise.
-DEFAULT_CLIENT_REQUEST_TIMEOUT = 5.0
 # NettySystemConfig.socketBacklog, as GET_NAMESRV_CONFIG reports it.
 LISTEN_BACKLOG = 1024
 # How long the synchronous start/stop wait for the server's loop.
 _LIFECYCLE_TIMEOUT = 10.0
 
-_REMOTING_COMMAND_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
 
-
-def exception_simple_desc(exc: BaseException) -> str:
-    """The remark of a SYSTEM_ERROR answer to a failed handler, after RemotingHelper.exceptionSimpleDesc.
-
-    A ProtocolError is a request the server could not decode (a missing @CFNotNull header field, a bad body), which
-    a Java server reports as RemotingCommandException; anything else is named by its Python type."""
-    name = _REMOTING_COMMAND_EXCEPTION if isinstance(exc, ProtocolError) else type(exc).__name__
-    return f"{name}: {exc}"
-
-
-class Connection:
-    """One accepted connection, the sandbox's Netty channel: handlers receive it with each request.
-
-    It identifies the peer (``remote_addr``, the client's "ip:port"), can send requests to the client and await
-    the reply (:meth:`request`) or send oneway requests (:meth:`oneway`), and can be closed (:meth:`close`), which
-    runs the server's close callbacks. Its methods must be called on the server's loop."""
-
-    def __init__(self, server: RemotingServer, writer: asyncio.StreamWriter, idle_timeout: float | None):
-        peer = writer.get_extra_info("peername") or ("?", 0)
-        self.server = server
-        self.remote_addr = f"{peer[0]}:{peer[1]}"
-        self.idle_timeout = idle_timeout
-        self.last_activity = asyncio.get_running_loop().time()
-        self._writer = writer
-        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
-
-    def __repr__(self) -> str:
-        return f"<Connection {self.remote_addr} to {self.server.addr}>"
-
-    @property
-    def closed(self) -> bool:
-        return self._writer.is_closing()
-
-    def send(self, cmd: RemotingCommand) -> None:
-        """Write one frame now; a connection already closing silently drops it, as a write to a dead channel."""
-        if self.closed:
-            log.debug("not writing code %s to closed %s", cmd.code, self.remote_addr)
-            return
-        self._writer.write(encode_frame(cmd))
-        self.last_activity = asyncio.get_running_loop().time()
-
-    async def request(self, cmd: RemotingCommand, timeout: float = DEFAULT_CLIENT_REQUEST_TIMEOUT) -> RemotingCommand:
-        """Send a request to the client on this connection and return its reply (any response code).
-
-        The opaque comes from the server's counter, as a broker numbers its own requests. Raises
-        RemotingTimeoutError when the client does not answer in time and RemotingClosedError when the connection
-        is or becomes closed."""
-        if self.closed:
-            raise RemotingClosedError(self.remote_addr, "connection already closed")
-        cmd.opaque = self.server.next_opaque()
-        cmd.flag &= ~(RESPONSE_FLAG | ONEWAY_FLAG)
-        future = asyncio.get_running_loop().create_future()
-        self._pending[cmd.opaque] = future
-        try:
-            self.send(cmd)
-            async with asyncio.timeout(timeout):
-                return await future
-        except TimeoutError:
-            raise RemotingTimeoutError(self.remote_addr, cmd.code, timeout) from None
-        finally:
-            self._pending.pop(cmd.opaque, None)
-
-    async def oneway(self, cmd: RemotingCommand) -> None:
-        """Send a oneway request (flag bit 1): the client never answers it."""
-        if self.closed:
-            raise RemotingClosedError(self.remote_addr, "connection already closed")
-        cmd.opaque = self.server.next_opaque()
-        cmd.flag = (cmd.flag & ~RESPONSE_FLAG) | ONEWAY_FLAG
-        self.send(cmd)
-        await self._drain()
-
-    def close(self) -> None:
-        """Close the connection; the read loop then ends and the server's close callbacks run."""
-        if not self.closed:
-            self._writer.close()
-
-    async def _wait_closed(self) -> None:
-        """Wait until the socket is really closed (asyncio closes it a loop turn after close())."""
-        try:
-            await self._writer.wait_closed()
-        except (ConnectionError, OSError) as exc:
-            log.debug("connection %s closed with %s", self.remote_addr, exc)
-
-    async def _drain(self) -> None:
-        try:
-            await self._writer.drain()
-        except (ConnectionError, OSError) as exc:
-            log.debug("write to %s failed: %s", self.remote_addr, exc)
-
-    def _on_response(self, cmd: RemotingCommand) -> None:
-        future = self._pending.get(cmd.opaque)
-        if future is None or future.done():
-            log.warning("response with opaque %s from %s matches no request", cmd.opaque, self.remote_addr)
-            return
-        future.set_result(cmd)
-
-    def _fail_pending(self) -> None:
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(RemotingClosedError(self.remote_addr, "connection closed"))
-
-
-class RemotingServer:
+class RemotingServer(Dispatcher):
     """A RocketMQ remoting server on ``host:port`` (port 0 picks a free port, kept for restarts).
 
-    Register a handler per request code with :meth:`register`; a handler gets the Connection and the request and
-    returns the response (opaque, flag and serialize type are filled in) or None to answer nothing."""
+    Register a handler per request code with :meth:`register`; handlers and answer faults are the
+    :class:`~monitor.sandbox.dispatch.Dispatcher`'s, the connections, pausing and the lifecycle this class's."""
 
     def __init__(
         self,
@@ -184,12 +67,10 @@ class RemotingServer:
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         name: str = "remoting",
     ):
+        super().__init__(name=name, answer_unknown_codes=answer_unknown_codes)
         self.host = host
         self.port = port
-        self.answer_unknown_codes = answer_unknown_codes
         self.idle_timeout = idle_timeout
-        self.name = name
-        self._handlers: dict[int, Handler] = {}
         # Requests received, by code: lets tests and the demo see what a client actually asked.
         self.received: collections.Counter[int] = collections.Counter()
         self._close_callbacks: list[CloseCallback] = []
@@ -201,10 +82,6 @@ class RemotingServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._answering: asyncio.Event | None = None
-        self._delay = 0.0
-        self._drop_ratio = 0.0
-        self._answer_bodies: dict[int, bytes] = {}
-        self._random = random.Random()
 
     # --- configuration -------------------------------------------------------------------------------------------
 
@@ -216,9 +93,6 @@ class RemotingServer:
     def connections(self) -> list[Connection]:
         return list(self._connections)
 
-    def register(self, code: int, handler: Handler) -> None:
-        self._handlers[int(code)] = handler
-
     def on_close(self, callback: CloseCallback) -> None:
         """Call ``callback(connection)`` (plain or async) whenever a connection closes, for whatever reason."""
         self._close_callbacks.append(callback)
@@ -227,7 +101,7 @@ class RemotingServer:
         """The server's own request id counter, for requests it sends to clients (wraps like a Java int)."""
         return next(self._opaque) % 0x7FFFFFFF
 
-    # --- fault hooks -----------------------------------------------------------------------------------------------
+    # --- pausing -------------------------------------------------------------------------------------------------
 
     def pause(self) -> None:
         """Stop handling anything, like a hung process: connections are still accepted (the kernel does that),
@@ -241,30 +115,6 @@ class RemotingServer:
     @property
     def paused(self) -> bool:
         return self._answering is not None and not self._answering.is_set()
-
-    def set_delay(self, seconds: float) -> None:
-        """Hold every response back this long before writing it (0 for none)."""
-        if seconds < 0:
-            raise ValueError("delay must not be negative")
-        self._delay = float(seconds)
-
-    def set_drop_ratio(self, ratio: float) -> None:
-        """Silently drop this share (0..1) of responses, as a lossy network or an overloaded server would."""
-        if not 0.0 <= ratio <= 1.0:
-            raise ValueError("drop ratio must be between 0 and 1")
-        self._drop_ratio = float(ratio)
-
-    def set_answer_body(self, code: int, body: bytes | None) -> None:
-        """Answer requests of ``code`` with ``body`` in place of the handler's (None: the handler's again), as a
-        broken or hostile server would; the frame around it stays well-formed, so only the body decoder sees it."""
-        if body is None:
-            self._answer_bodies.pop(int(code), None)
-        else:
-            self._answer_bodies[int(code)] = bytes(body)
-
-    def clear_answer_bodies(self) -> None:
-        """Undo every :meth:`set_answer_body`."""
-        self._answer_bodies.clear()
 
     def _set_answering(self, answering: bool) -> None:
         event = self._answering
@@ -295,7 +145,7 @@ class RemotingServer:
         loop.call_soon_threadsafe(call)
         done.result(_LIFECYCLE_TIMEOUT)
 
-    # --- lifecycle in a running loop -------------------------------------------------------------------------------
+    # --- lifecycle in a running loop -----------------------------------------------------------------------------
 
     async def start_async(self) -> Self:
         """Listen (SO_REUSEADDR, as Netty's server bootstrap sets it, so a restart can rebind at once) and accept
@@ -351,7 +201,7 @@ class RemotingServer:
     async def __aexit__(self, *exc) -> None:
         await self.stop_async()
 
-    # --- lifecycle on a thread of its own --------------------------------------------------------------------------
+    # --- lifecycle on a thread of its own ------------------------------------------------------------------------
 
     def start(self) -> Self:
         """Start on a new thread with its own event loop; returns once the port is bound."""
@@ -401,7 +251,7 @@ class RemotingServer:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    # --- serving ---------------------------------------------------------------------------------------------------
+    # --- serving -------------------------------------------------------------------------------------------------
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -445,7 +295,7 @@ class RemotingServer:
                     if conn.closed:
                         break
                     if cmd.is_response:
-                        conn._on_response(cmd)
+                        conn.on_response(cmd)
                     else:
                         self.received[cmd.code] += 1
                         self._spawn(self._process(conn, cmd))
@@ -463,8 +313,8 @@ class RemotingServer:
             return
         self._connections.discard(conn)
         conn.close()
-        conn._fail_pending()
-        await conn._wait_closed()
+        conn.fail_pending()
+        await conn.wait_closed()
         await self._run_close_callbacks(conn)
 
     async def _read(self, conn: Connection, reader: asyncio.StreamReader) -> bytes:
@@ -493,52 +343,3 @@ class RemotingServer:
                     await result
             except Exception:  # one failing callback must not stop the others or the server
                 log.exception("%s server: close callback failed for %s", self.name, conn.remote_addr)
-
-    async def _process(self, conn: Connection, cmd: RemotingCommand) -> None:
-        response = await self._dispatch(conn, cmd)
-        if response is None or cmd.is_oneway:
-            return
-        if self._delay:
-            await asyncio.sleep(self._delay)
-        if self._drop_ratio and self._random.random() < self._drop_ratio:
-            log.debug("%s server: dropping the answer to code %s (opaque %s)", self.name, cmd.code, cmd.opaque)
-            return
-        if cmd.code in self._answer_bodies:
-            response.body = self._answer_bodies[cmd.code]
-        try:
-            conn.send(response)
-        except ProtocolError as exc:  # e.g. a body over the frame limit: nothing sendable, the client times out
-            log.error("%s server: cannot encode the answer to code %s: %s", self.name, cmd.code, exc)
-            return
-        await conn._drain()
-
-    async def _dispatch(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand | None:
-        handler = self._handlers.get(cmd.code)
-        if handler is None:
-            if not self.answer_unknown_codes:
-                log.debug("%s server: no processor for code %s, not answering", self.name, cmd.code)
-                return None
-            return cmd.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
-        try:
-            response = await handler(conn, cmd)
-        except ProtocolError as exc:
-            log.warning("%s server: bad request code %s from %s: %s", self.name, cmd.code, conn.remote_addr, exc)
-            return self._system_error(cmd, exc)
-        except Exception as exc:
-            log.exception("%s server: handler for code %s failed", self.name, cmd.code)
-            return self._system_error(cmd, exc)
-        if response is not None:
-            response.opaque = cmd.opaque
-            response.flag |= RESPONSE_FLAG
-            response.serialize_type = cmd.serialize_type
-        return response
-
-    @staticmethod
-    def _system_error(cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
-        return RemotingCommand(
-            code=ResponseCode.SYSTEM_ERROR,
-            language="JAVA",
-            opaque=cmd.opaque,
-            flag=RESPONSE_FLAG,
-            remark=exception_simple_desc(exc),
-        )

@@ -29,7 +29,7 @@ from monitor.remoting.errors import ProtocolError
 from monitor.remoting.message import decode_messages
 from monitor.sandbox.broker._common import mq_ordered, ordered
 from monitor.sandbox.broker.tables import topic_problem
-from monitor.sandbox.server import Connection
+from monitor.sandbox.connection import Connection
 from monitor.sandbox.stats import StatsNotFound
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from monitor.sandbox.broker.clients import (
     UnlockBatchRequestBody,
 )
 from monitor.sandbox.broker.tables import retry_topic
-from monitor.sandbox.server import Connection
+from monitor.sandbox.connection import Connection
 
 if TYPE_CHECKING:
     from monitor.sandbox.broker.core import Broker

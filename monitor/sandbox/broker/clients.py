@@ -26,7 +26,7 @@ from monitor.remoting.body import (
 )
 from monitor.remoting.body._wire import wire
 from monitor.sandbox.broker._common import now_ms
-from monitor.sandbox.server import Connection
+from monitor.sandbox.connection import Connection
 
 log = logging.getLogger(__name__)
 

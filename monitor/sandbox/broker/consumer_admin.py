@@ -34,8 +34,8 @@ from monitor.remoting.errors import RemotingError, RemotingTimeoutError
 from monitor.sandbox.broker._common import java_set_order, mq_ordered, ordered
 from monitor.sandbox.broker.admin import NOT_SET
 from monitor.sandbox.broker.clients import ClientChannelInfo
-from monitor.sandbox.server import Connection as ClientConnection
-from monitor.sandbox.server import exception_simple_desc
+from monitor.sandbox.connection import Connection as ClientConnection
+from monitor.sandbox.dispatch import exception_simple_desc
 
 if TYPE_CHECKING:
     from monitor.sandbox.broker.core import Broker

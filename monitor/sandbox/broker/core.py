@@ -58,7 +58,9 @@ from monitor.sandbox.broker.tables import (
     SubscriptionGroupManager,
     TopicConfigManager,
 )
-from monitor.sandbox.server import Connection, Handler, RemotingServer
+from monitor.sandbox.connection import Connection
+from monitor.sandbox.dispatch import Handler
+from monitor.sandbox.server import RemotingServer
 from monitor.sandbox.stats import BrokerStatsManager, StatsSampler
 from monitor.sandbox.store import DEFAULT_MAX_BYTES, MessageStore, PutMessageError, PutResult, java_properties_string
 

@@ -27,7 +27,7 @@ from monitor.remoting.command import RemotingCommand
 from monitor.sandbox.broker._common import InnerMessage, now_ms
 from monitor.sandbox.broker.send import FAQ
 from monitor.sandbox.broker.tables import OFFSET_MOVED_EVENT
-from monitor.sandbox.server import Connection
+from monitor.sandbox.connection import Connection
 from monitor.sandbox.store import GetMessageStatus, GetResult, PutMessageError
 
 if TYPE_CHECKING:

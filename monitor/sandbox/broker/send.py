@@ -28,7 +28,7 @@ from monitor.sandbox.broker.tables import (
     retry_topic,
     topic_problem,
 )
-from monitor.sandbox.server import Connection
+from monitor.sandbox.connection import Connection
 from monitor.sandbox.store import (
     PutMessageError,
     PutMessageStatus,

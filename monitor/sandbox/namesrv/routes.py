@@ -29,7 +29,7 @@ from monitor.remoting.body import (
 )
 from monitor.remoting.errors import ProtocolError
 from monitor.remoting.javahash import java_hashmap_order
-from monitor.sandbox.server import Connection
+from monitor.sandbox.connection import Connection
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,10 @@ from monitor.remoting.body import (
 from monitor.remoting.codes import RequestCode, ResponseCode
 from monitor.remoting.command import RemotingCommand
 from monitor.remoting.errors import ProtocolError
+from monitor.sandbox.connection import Connection
 from monitor.sandbox.namesrv.config import KVConfigManager, default_config, java_text, parse_like
 from monitor.sandbox.namesrv.routes import RouteInfoManager, decode_register_broker_body
-from monitor.sandbox.server import Connection, RemotingServer
+from monitor.sandbox.server import RemotingServer
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ The people, each with channels of their own and choices made as on the subscript
   webhook and in-app; she made no choice for the teams' kinds (an admin hears those only when subscribed to them);
 - ``olga``, a member of another team, subscribed to every kind by e-mail, webhook and in-app: she owns nothing here
   and must hear nothing;
-- the admin who sets the scenarios' thresholds (``tests.monitor.warning_rows.admin_user``), who chose no channel for
-  any kind: nothing either.
+- the admin who sets the scenarios' thresholds (``tests.portal.warning_rules.warning_rows.admin_user``), who chose
+  no channel for any kind: nothing either.
 
 Every event a reconcile records is delivered by the delivery task's own function
 (:func:`portal.services.warnings.delivery.deliver`) through a real SMTP server (aiosmtpd) and a real HTTP server,
@@ -35,7 +35,7 @@ from portal.services.warnings.channels import create_channel, default_channels
 from portal.services.warnings.delivery import deliver
 from portal.services.warnings.lifecycle import Reconciled, reconcile
 from portal.services.warnings.rules.conditions import Evaluation
-from tests.monitor.warning_rows import admin_user
+from tests.portal.warning_rules.warning_rows import admin_user
 from tests.portal.warning_servers import SmtpServer, WebhookServer
 
 TEAM = "scenarios"

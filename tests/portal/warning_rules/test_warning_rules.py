@@ -10,7 +10,7 @@ from portal.models import Cluster, ConsumerGroup, NameServer, Team
 from portal.models.warnings import Severity, SubjectType, WarningKind
 from portal.services.warnings.lifecycle import stored_summary
 from portal.services.warnings.rules import evaluate
-from tests.monitor.warning_rows import (
+from tests.portal.warning_rules.warning_rows import (
     NOW,
     Minute,
     T,

@@ -17,7 +17,15 @@ from stats.models import BrokerProbe, NameServerProbe, ProducerMinute
 from stats.store.health import store_probes
 from stats.store.producers import store_producer_minutes
 from stats.store.servers import DiskUse, ServerStats, store_server_samples
-from tests.monitor.warning_rows import NOW, Minute, T, collected, default_threshold, minutes_before, override_threshold
+from tests.portal.warning_rules.warning_rows import (
+    NOW,
+    Minute,
+    T,
+    collected,
+    default_threshold,
+    minutes_before,
+    override_threshold,
+)
 
 NAMESRV_A, NAMESRV_B = "10.0.0.1:9876", "10.0.0.2:9876"
 HOST = "10.0.1.5"

@@ -15,7 +15,7 @@ from portal.models.warnings import SubjectType, ThresholdScope, Warning, Warning
 from portal.services.warnings.rules import RuleFailure, evaluate
 from portal.services.warnings.rules.consumers import group_state, lag, queues
 from portal.tasks import evaluate_warnings
-from tests.monitor.warning_rows import NOW, Minute, T, collected, minutes_before
+from tests.portal.warning_rules.warning_rows import NOW, Minute, T, collected, minutes_before
 
 LAG = WarningKind.CONSUMER_LAG
 BLOCKED = WarningKind.CLIENT_BLOCKED

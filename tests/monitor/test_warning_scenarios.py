@@ -44,7 +44,7 @@ from portal.services.warnings.rules import evaluate
 from stats.models import SERVER_SLOT, BlockedQueueMinute, ServerSample
 from tests.monitor.traffic_helpers import OPTIONS, WAIT, collect, plan, running
 from tests.monitor.warning_audience import reconcile_and_deliver
-from tests.monitor.warning_rows import admin_user, default_threshold, override_threshold
+from tests.portal.warning_rules.warning_rows import admin_user, default_threshold, override_threshold
 from tests.support.waiting import wait_for
 
 pytest_plugins = ["tests.monitor.fixtures_traffic", "tests.monitor.fixtures_warnings"]

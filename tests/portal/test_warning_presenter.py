@@ -15,7 +15,7 @@ from portal.services.warnings.lifecycle import reconcile
 from portal.services.warnings.rules.conditions import Condition, Evaluation
 from portal.web.monitoring import WARNING_COLOR
 from portal.web.warning_details import LABELS, present
-from tests.monitor.test_warning_rules import found, lagging_group
+from tests.portal.warning_rules.test_warning_rules import found, lagging_group
 from tests.portal.warning_snapshots import GROUP, SNAPSHOTS, TOPIC
 
 RAW = ("{'", "['", "[{", "True", "False", "None", "': ")

@@ -35,8 +35,8 @@ from portal.services.warnings.delivery import deliver
 from portal.services.warnings.lifecycle import reconcile
 from portal.services.warnings.rules import evaluate
 from stats import keys
-from tests.monitor.test_warning_rules import lagging_group
-from tests.monitor.warning_rows import NOW
+from tests.portal.warning_rules.test_warning_rules import lagging_group
+from tests.portal.warning_rules.warning_rows import NOW
 from tests.portal.warning_servers import LOCAL_RECEIVERS, SmtpServer, WebhookServer
 from tests.support.factories import make_user
 

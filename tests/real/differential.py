@@ -34,7 +34,7 @@ from monitor.remoting.body import (
 from monitor.remoting.codes import RequestCode, ResponseCode
 from monitor.remoting.command import RemotingCommand
 from monitor.remoting.errors import ProtocolError, RemotingError
-from monitor.remoting.message import MessageExt, decode_messages
+from monitor.remoting.message import MessageExt, decode_messages, decode_offset_msg_id
 from monitor.remoting.sync import run_sync
 from tests.sandbox.test_broker_messaging import client_process
 from tests.support.waiting import wait_for
@@ -405,6 +405,8 @@ KINDS = {
     "before the scenario",
     "commitlog": "a commit-log offset: the real broker's log already holds what earlier tests stored, so the "
     "offset minus the log's end before the scenario is compared",
+    "offset id": "an offset message id (the store host and a commit-log offset, in hex): the host becomes its role "
+    "and the offset is compared minus the log's end before the scenario (see commitlog)",
     "events": "an OFFSET_MOVED_EVENT queue offset: the real queue already holds the events of earlier tests, so "
     "the offset minus the queue's end before the scenario is compared",
     "path": "a store path: the launcher puts the real broker's store in the session's folder, the sandbox "
@@ -559,6 +561,9 @@ def _replace(value: Any, rule: Rule, side: Side, target: str) -> Any:
         return _minus(value, side.baseline[f"{target}.commitLogMaxOffset"])
     if rule.kind == "events":
         return _minus(value, side.baseline["events"])
+    if rule.kind == "offset id":
+        host, offset = decode_offset_msg_id(value)
+        return f"{side.roles().get(host, host)}@{offset - side.baseline[f'{target}.commitLogMaxOffset']}"
     if rule.kind == "percent" and not (isinstance(value, str) and _WHOLE_PERCENT.fullmatch(value)):
         return value
     return f"<{rule.kind}: {type(value).__name__}>"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -32,6 +33,7 @@ from monitor.remoting.admin.base import (
 from monitor.remoting.body import SubscriptionGroupConfig
 from monitor.remoting.codes import RequestCode
 from monitor.remoting.command import RemotingCommand
+from monitor.remoting.errors import RemotingError
 from monitor.sandbox.cluster import SandboxCluster
 from tests.real import differential as d
 from tests.real.differential import Rule, Side, rules
@@ -83,8 +85,9 @@ class Step:
 TOPIC_LIST = (Rule("body/topicList", "foreign set"), Rule("body/topicList", "young"))
 
 
-def route(label: str, topic: str) -> Step:
-    return Step(label, "namesrv", RequestCode.GET_ROUTEINFO_BY_TOPIC, h.GetRouteInfoRequestHeader(topic=topic))
+def route(label: str, topic: str, ready: Callable[[Side], bool] | None = None) -> Step:
+    header = h.GetRouteInfoRequestHeader(topic=topic)
+    return Step(label, "namesrv", RequestCode.GET_ROUTEINFO_BY_TOPIC, header, ready=ready)
 
 
 KV_HEADERS = {
@@ -235,6 +238,16 @@ BROKER = {
         for label, code in (("min", RequestCode.GET_MIN_OFFSET), ("max", RequestCode.GET_MAX_OFFSET))
         for topic, queue_id in ((d.TOPIC, 0), (d.ORDER_TOPIC, 1), (NO_TOPIC, 0))
     ),
+    "earliest store time": tuple(
+        Step(
+            f"{topic} {queue_id}",
+            "master",
+            RequestCode.GET_EARLIEST_MSG_STORETIME,
+            h.TopicQueueRequestHeader(topic=topic, queue_id=queue_id),
+            normalised=rules("time", "extFields/timestamp") if topic == d.TOPIC else (),
+        )
+        for topic, queue_id in ((d.TOPIC, 0), (d.ORDER_TOPIC, 1), (NO_TOPIC, 0))
+    ),
     "search offset by time": (
         search("before the first", lambda side: 0),
         search("at the second", lambda side: side.facts["stored"][1].store_timestamp),
@@ -294,11 +307,14 @@ def consumer_offset(group: str, topic: str, queue_id: int) -> Step:
     return Step(f"{group} {topic} {queue_id}", "master", RequestCode.QUERY_CONSUMER_OFFSET, header)
 
 
-def running_info(label: str, client_id: Callable[[Side], str]) -> Step:
-    """GET_CONSUMER_RUNNING_INFO, which the broker relays to the client (each side's own consumer)."""
+def running_info(label: str, client_id: Callable[[Side], str], jstack: bool = False) -> Step:
+    """GET_CONSUMER_RUNNING_INFO, which the broker relays to the client (each side's own consumer); with jstack,
+    the client adds its thread stacks (the C++ client an empty text)."""
 
     def header(side: Side) -> h.GetConsumerRunningInfoRequestHeader:
-        return h.GetConsumerRunningInfoRequestHeader(consumer_group=d.GROUP, client_id=client_id(side))
+        return h.GetConsumerRunningInfoRequestHeader(
+            consumer_group=d.GROUP, client_id=client_id(side), jstack_enable=jstack
+        )
 
     return Step(label, "master", RequestCode.GET_CONSUMER_RUNNING_INFO, header, normalised=RUNNING_INFO)
 
@@ -336,6 +352,7 @@ CONSUMERS = {
     "running info": (
         running_info("online client", lambda side: side.facts["client_id"]),
         running_info("unknown client", lambda side: "127.0.0.1@DiffNoSuchClient"),
+        running_info("online client with its stacks", lambda side: side.facts["client_id"], jstack=True),
     ),
     "consumer offsets": (
         consumer_offset(d.GROUP, d.TOPIC, 0),
@@ -385,12 +402,13 @@ def pull(
     offset: Callable[[Side], int],
     *normalised: Rule,
     ready: Callable[[Side], bool] | None = None,
+    group: str = TOOLS_CONSUMER_GROUP,
 ) -> Step:
     """A one-shot pull of queue 0 as mqadmin's pull consumer sends it (AsyncMQAdmin.pull_message)."""
 
     def header(side: Side) -> h.PullMessageRequestHeader:
         return h.PullMessageRequestHeader(
-            consumer_group=TOOLS_CONSUMER_GROUP,
+            consumer_group=group,
             topic=topic,
             queue_id=0,
             queue_offset=offset(side),
@@ -438,14 +456,14 @@ MESSAGES = {
 # --- changes -----------------------------------------------------------------------------------------------------
 
 
-def create_topic(label: str, target: str, topic: str) -> Step:
+def create_topic(label: str, target: str, topic: str, perm: int = 6) -> Step:
     """UPDATE_AND_CREATE_TOPIC as AsyncMQAdmin.create_and_update_topic_config sends it."""
     header = h.CreateTopicRequestHeader(
         topic=topic,
         default_topic=DEFAULT_TOPIC,
         read_queue_nums=2,
         write_queue_nums=2,
-        perm=6,
+        perm=perm,
         topic_filter_type="SINGLE_TAG",
         topic_sys_flag=0,
         order=False,
@@ -453,8 +471,8 @@ def create_topic(label: str, target: str, topic: str) -> Step:
     return Step(label, target, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
 
 
-def create_group(label: str, target: str) -> Step:
-    body = SubscriptionGroupConfig(group_name=TEMP_GROUP).encode()
+def create_group(label: str, target: str, group: str = TEMP_GROUP, **settings) -> Step:
+    body = SubscriptionGroupConfig(group_name=group, **settings).encode()
     return Step(label, target, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
 
 
@@ -531,7 +549,179 @@ CHANGES = {
         reset("online group, for C++", d.GROUP, d.TOPIC, "CPP"),
     ),
 }
-CASES = {**NAME_SERVER, **BROKER, **CONSUMERS, **MESSAGES, **CHANGES}
+# --- sends, send-backs and paused groups ---------------------------------------------------------------------------
+
+SEND_TOPIC = "DiffSendTopic"
+READ_ONLY_TOPIC = "DiffReadOnlyTopic"
+SEND_GROUP = "DiffSendGroup"  # the admin sends to its retry topic
+BACK_GROUP = "DiffBackGroup"  # messages of TOPIC are sent back for it
+PAUSED_GROUP = "DiffPausedGroup"
+ADMIN_PRODUCER_GROUP = "DiffAdminProducer"
+# Above 4 KiB a client compresses the body (zlib, level 5) and says so in sysFlag; the broker stores it as it came.
+BIG_BODY = ("compressed body " * 400).encode()
+COMPRESSED = 0x1
+SENT = rules("offset id", "extFields/msgId")
+SENT_STORED = (*WRITTEN, *rules("client", "body/*/bornHost"))  # the admin's own UNIQ_KEY is compared
+RETRIED = (*STORED, *rules("offset id", "body/*/properties/ORIGIN_MESSAGE_ID"))
+
+
+def dlq_topic(group: str) -> str:
+    return f"%DLQ%{group}"
+
+
+def properties(**values: str) -> str:
+    """A send header's properties, as a client writes them (MessageDecoder.messageProperties2String)."""
+    return "".join(f"{name}\x01{value}\x02" for name, value in values.items())
+
+
+def send(
+    label: str,
+    topic: str,
+    body: bytes = b"sent by the admin",
+    *,
+    queue_id: int = 0,
+    sys_flag: int = 0,
+    reconsume_times: int | None = None,
+    default_topic: str = DEFAULT_TOPIC,
+) -> Step:
+    """SEND_MESSAGE_V2 as the admin client's send_message sends it: a fixed UNIQ_KEY (the caller's own id, so the
+    same on both sides), keys and tags, WAIT=true."""
+
+    def header(side: Side) -> h.SendMessageRequestHeaderV2:
+        return h.SendMessageRequestHeaderV2(
+            a=ADMIN_PRODUCER_GROUP,
+            b=topic,
+            c=default_topic,
+            d=4,
+            e=queue_id,
+            f=sys_flag,
+            g=side.baseline["time"],
+            h=0,
+            i=properties(KEYS="DiffSentKey", UNIQ_KEY=f"DiffUniq-{label.replace(' ', '-')}", WAIT="true", TAGS="TagS"),
+            j=reconsume_times,
+        )
+
+    return Step(label, "master", RequestCode.SEND_MESSAGE_V2, header, body=body, normalised=SENT)
+
+
+def stored_at(topic: str, offset: int) -> Callable[[Side], int]:
+    """The commit-log offset of a message a side stored (in queue 0 of topic)."""
+
+    def at(side: Side) -> int:
+        return side.admin.pull_message(side.master, topic, 0, offset).messages[0].commit_log_offset
+
+    return at
+
+
+def send_back(label: str, group: str, offset: Callable[[Side], int], delay_level: int) -> Step:
+    """CONSUMER_SEND_MSG_BACK as a consumer sends a message it failed to consume."""
+
+    def header(side: Side) -> h.ConsumerSendMsgBackRequestHeader:
+        return h.ConsumerSendMsgBackRequestHeader(
+            offset=offset(side), group=group, delay_level=delay_level, origin_topic=d.TOPIC
+        )
+
+    return Step(label, "master", RequestCode.CONSUMER_SEND_MSG_BACK, header)
+
+
+def stored_in(topic: str, count: int) -> Callable[[Side], bool]:
+    """Queue 0 of the topic holds count messages (a retry is written when its delay level's time is up)."""
+
+    def ready(side: Side) -> bool:
+        try:
+            return side.admin.get_max_offset(side.master, topic, 0) >= count
+        except RemotingError:
+            return False
+
+    return ready
+
+
+def registered(topic: str) -> Callable[[Side], bool]:
+    """The name server has the topic: a broker registers the retry and dead-letter topics it creates oneway
+    (registerBrokerAll(false, true, true)), so its answer can come before the name server has it."""
+
+    def ready(side: Side) -> bool:
+        try:
+            side.admin.examine_topic_route_info(topic)
+        except RemotingError:
+            return False
+        return True
+
+    return ready
+
+
+def delete_topic(label: str, topic: str) -> tuple[Step, Step]:
+    return (
+        Step(label, "master", RequestCode.DELETE_TOPIC_IN_BROKER, h.DeleteTopicRequestHeader(topic=topic)),
+        Step(
+            f"{label}, route",
+            "namesrv",
+            RequestCode.DELETE_TOPIC_IN_NAMESRV,
+            h.DeleteTopicFromNamesrvRequestHeader(topic=topic),
+        ),
+    )
+
+
+SENDS = {
+    "admin sends": (
+        create_topic("create", "master", SEND_TOPIC),
+        create_topic("create read-only", "master", READ_ONLY_TOPIC, perm=4),
+        send("to a queue", SEND_TOPIC),
+        send("compressed", SEND_TOPIC, zlib.compress(BIG_BODY, 5), sys_flag=COMPRESSED),
+        pull("stored", SEND_TOPIC, lambda side: 0, *SENT_STORED, ready=stored_in(SEND_TOPIC, 2)),
+        send("to a read-only topic", READ_ONLY_TOPIC),
+        send("to an unknown topic", NO_TOPIC, default_topic="DiffNoSuchDefaultTopic"),
+        route("unknown topic not created", NO_TOPIC),
+        *delete_topic("delete", SEND_TOPIC),
+        *delete_topic("delete read-only", READ_ONLY_TOPIC),
+    ),
+    "sends to a retry topic": (
+        create_group("group", "master", SEND_GROUP, retry_max_times=2),
+        create_topic("its retry topic", "master", retry_topic(SEND_GROUP)),
+        send("retried less than allowed", retry_topic(SEND_GROUP), queue_id=1, reconsume_times=1),
+        send("retried as often as allowed", retry_topic(SEND_GROUP), queue_id=1, reconsume_times=2),
+        route("dead-letter topic", dlq_topic(SEND_GROUP), registered(dlq_topic(SEND_GROUP))),
+        pull(
+            "dead letter",
+            dlq_topic(SEND_GROUP),
+            lambda side: 0,
+            *SENT_STORED,
+            ready=stored_in(dlq_topic(SEND_GROUP), 1),
+        ),
+        *delete_topic("delete retry topic", retry_topic(SEND_GROUP)),
+        *delete_topic("delete dead-letter topic", dlq_topic(SEND_GROUP)),
+        delete_group("delete group", SEND_GROUP),
+    ),
+    "send back": (
+        create_group("group", "master", BACK_GROUP, retry_max_times=1),
+        send_back("first failure", BACK_GROUP, lambda side: side.facts["stored"][0].commit_log_offset, 1),
+        route("retry topic", retry_topic(BACK_GROUP), registered(retry_topic(BACK_GROUP))),
+        pull("retried", retry_topic(BACK_GROUP), lambda side: 0, *RETRIED, ready=stored_in(retry_topic(BACK_GROUP), 1)),
+        send_back("failed as often as allowed", BACK_GROUP, stored_at(retry_topic(BACK_GROUP), 0), 0),
+        route("dead-letter topic", dlq_topic(BACK_GROUP), registered(dlq_topic(BACK_GROUP))),
+        pull("dead letter", dlq_topic(BACK_GROUP), lambda side: 0, *RETRIED, ready=stored_in(dlq_topic(BACK_GROUP), 1)),
+        send_back("given up at once", BACK_GROUP, lambda side: side.facts["stored"][1].commit_log_offset, -1),
+        pull("given up", dlq_topic(BACK_GROUP), lambda side: 1, *RETRIED, ready=stored_in(dlq_topic(BACK_GROUP), 2)),
+        send_back("unknown offset", BACK_GROUP, lambda side: 2**40, 0),
+        *delete_topic("delete retry topic", retry_topic(BACK_GROUP)),
+        *delete_topic("delete dead-letter topic", dlq_topic(BACK_GROUP)),
+        delete_group("delete group", BACK_GROUP),
+    ),
+    "paused group": (
+        create_group("pause", "master", PAUSED_GROUP, consume_enable=False),
+        pull("while paused", d.TOPIC, lambda side: 0, *STORED, group=PAUSED_GROUP),
+        create_group("resume without retry queues", "master", PAUSED_GROUP, retry_queue_nums=0),
+        pull("once resumed", d.TOPIC, lambda side: 0, *STORED, group=PAUSED_GROUP),
+        send_back("without retry queues", PAUSED_GROUP, lambda side: side.facts["stored"][0].commit_log_offset, 0),
+        route("no retry topic", retry_topic(PAUSED_GROUP)),
+        update_config("slave reads on", "master", "slaveReadEnable=true\n"),
+        create_group("read from the slave", "master", PAUSED_GROUP, broker_id=1),
+        pull("told to read from the slave", d.TOPIC, lambda side: 0, *STORED, group=PAUSED_GROUP),
+        update_config("slave reads off", "master", "slaveReadEnable=false\n"),
+        delete_group("delete group", PAUSED_GROUP),
+    ),
+}
+CASES = {**NAME_SERVER, **BROKER, **CONSUMERS, **MESSAGES, **CHANGES, **SENDS}
 
 # --- running them ------------------------------------------------------------------------------------------------
 
@@ -611,6 +801,14 @@ def test_message_reads_are_as_on_a_real_one(name, sides):
 def test_changes_are_answered_as_by_a_real_one(name, sides):
     """The portal's approvals create and delete topics, groups and order configs, and mqadmin commits and resets
     offsets: each change is answered or refused, and seen afterwards, as on a real cluster."""
+    check(name, sides)
+
+
+@pytest.mark.parametrize("name", SENDS)
+def test_sends_and_send_backs_are_answered_and_stored_as_by_a_real_one(name, sides):
+    """The portal sends test messages and resends dead letters, consumers send failed messages back until they go
+    to the dead-letter topic, and a paused group is refused its pulls: answers and what was stored are as on a
+    real cluster, compressed bodies and the properties a retry carries included."""
     check(name, sides)
 
 

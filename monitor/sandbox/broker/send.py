@@ -95,9 +95,12 @@ class SendProcessor:
         if refusal is not None:
             return answer(*refusal)
         queue_id = header.queue_id if header.queue_id >= 0 else _random_queue(topic_config.write_queue_nums)
-        topic, refusal = await self._retry_or_dlq(cmd, header)
-        if refusal is not None:
+        topic, refusal = (header.topic, None) if header.batch else await self._retry_or_dlq(cmd, header)
+        if refusal is not None:  # asyncSendBatchMessage has no handleRetryAndDLQ: a batch stays where it was sent
             return answer(*refusal)
+        # The answer names the queue asked for (or drawn) even when the message went to the DLQ's queue instead:
+        # handleRetryAndDLQ moves the message, the response header keeps the first queueIdInt.
+        answered_queue_id = queue_id
         if topic != header.topic:
             queue_id = _random_queue(_DLQ_NUMS_PER_GROUP)
         sys_flag = header.sys_flag
@@ -115,7 +118,7 @@ class SendProcessor:
             return answer(*self._put_failure(exc))
         self._count_put(stored_topic, result)
         response_header = h.SendMessageResponseHeader(
-            msg_id=result.msg_id, queue_id=queue_id, queue_offset=result.queue_offset
+            msg_id=result.msg_id, queue_id=answered_queue_id, queue_offset=result.queue_offset
         )
         return cmd.make_response(ext_fields={**region, **response_header.to_ext_fields()})
 

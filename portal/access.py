@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from portal.models import ConsumerGroup, TopicAssociation
+from portal.models import ConsumerGroup, Subscription, TopicAssociation
 from portal.models.people import is_portal_admin, team_ids
 from portal.models.warnings import CLUSTER_SUBJECT_TYPES, SubjectType, Warning
 
@@ -66,6 +66,26 @@ def can_manage_producer_tokens(user, group) -> bool:
     """Issue and revoke the tokens a producer group's clients report their sends with, and see the list of them:
     the group's owning team (any member) and portal admins."""
     return can_change(user, group)
+
+
+def can_see_message_bodies(user, entry) -> bool:
+    """Read the bodies of a topic's messages (everyone signed in sees their metadata). ``entry`` is a Topic, or the
+    ConsumerGroup whose %RETRY%/%DLQ% topic holds the messages. A topic's bodies are for portal admins, its owning
+    team, and those associated with it: users with an approved association, and the teams whose consumer groups are
+    registered as subscribed to it. A group's retry and dead-letter bodies are its owning team's (and admins')."""
+    if is_portal_admin(user):
+        return True
+    if not (user and user.is_authenticated and user.is_active) or entry is None:
+        return False
+    teams = team_ids(user)
+    if entry.team_id is not None and entry.team_id in teams:
+        return True
+    if isinstance(entry, ConsumerGroup):
+        return False
+    return (
+        TopicAssociation.objects.filter(topic=entry, user=user).exists()
+        or Subscription.objects.filter(topic=entry, consumer_group__team_id__in=teams).exists()
+    )
 
 
 def can_decide(user, application) -> bool:

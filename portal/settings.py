@@ -223,6 +223,8 @@ SPECTACULAR_SETTINGS = {
         "WarningKindEnum": "portal.models.WarningKind",
         "WarningStateEnum": "portal.models.WarningState",
         "ChannelKindEnum": "portal.models.ChannelKind",
+        "SearchKindEnum": "portal.models.SearchKind",
+        "SearchStateEnum": "portal.models.SearchState",
     },
 }
 

@@ -8,6 +8,8 @@ from django.utils import timezone
 from monitor.tasks.traffic import collect_cluster, probe_cluster
 from portal.models import Cluster
 from portal.models.warnings import WarningEvent
+from portal.services.applications.messages import run_operation
+from portal.services.messages.searches import run_search
 from portal.services.sync import sync_cluster
 from portal.services.warnings import rules
 from portal.services.warnings.delivery import deliver
@@ -88,3 +90,17 @@ def deliver_warning_event(self, event_id: int) -> dict[str, int] | None:
     if report.retryable and self.request.retries < DELIVERY_RETRIES:
         raise self.retry(countdown=DELIVERY_RETRY_SECONDS * 2**self.request.retries)
     return report.counts()
+
+
+@shared_task
+def run_message_search(search_id: int) -> dict | None:
+    """Run one message search to its end (its failure is recorded on the search, never raised here)."""
+    search = run_search(search_id)
+    return None if search is None else {"state": search.state, "found": search.found}
+
+
+@shared_task
+def run_message_operation(application_id: int) -> dict | None:
+    """Send what an approved message operation (resend, re-delivery) has not sent yet; safe to run again."""
+    progress = run_operation(application_id)
+    return None if progress is None else {"total": progress.total, "sent": progress.sent, "failed": progress.failed}

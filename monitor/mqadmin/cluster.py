@@ -32,6 +32,7 @@ class BrokerRow:
     pull_thread_pool_queue_head_wait_time_mills: int | None = None
     page_cache_lock_time_mills: int | None = None
     hours: float | None = None  # age of the oldest stored message
+    earliest_message_time_stamp: int | None = None  # as the broker reports it (-1: a 4.9.4 commit log under 8 MB)
     space: float | None = None  # commit log disk usage ratio
     in_total_yest: int | None = None
     out_total_yest: int | None = None
@@ -72,6 +73,7 @@ def _fill_runtime(admin: MQAdmin, row: BrokerRow) -> BrokerRow:
     row.pull_thread_pool_queue_size = info.pull_thread_pool_queue_size
     row.pull_thread_pool_queue_head_wait_time_mills = info.pull_thread_pool_queue_head_wait_time_mills
     row.page_cache_lock_time_mills = info.page_cache_lock_time_mills
+    row.earliest_message_time_stamp = info.earliest_message_timestamp
     # earliestMessageTimeStamp is -1 until a 4.9.4 commit log holds 8 MB; mqadmin prints ~500000 hours for that.
     if info.earliest_message_timestamp is not None and info.earliest_message_timestamp > 0:
         row.hours = (time.time() * 1000 - info.earliest_message_timestamp) / 3_600_000

@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import itertools
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from monitor.remoting import body as b
-from monitor.remoting.admin import MQAdmin
+from monitor.remoting.admin import RESET_TO_NOW, MQAdmin
 from monitor.remoting.errors import RemotingClientError
 
 T = TypeVar("T")
@@ -70,6 +71,38 @@ def add_target(parser: argparse.ArgumentParser, what: str) -> None:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("-b", "--brokerAddr", dest="broker_addr", help=f"{what} on this broker (HOST:PORT)")
     group.add_argument("-c", "--clusterName", dest="cluster_name", help=f"{what} on every master of this cluster")
+
+
+@dataclass(frozen=True)
+class Timestamp:
+    text: str  # as typed
+    millis: int
+
+
+def parse_timestamp(text: str) -> Timestamp:
+    """``now``, epoch milliseconds, or local ``yyyy-MM-dd#HH:mm:ss:SSS`` (mqadmin's three forms)."""
+    text = text.strip()
+    if text == "now":
+        return Timestamp(text, RESET_TO_NOW)
+    if text.isdigit():
+        return Timestamp(text, int(text))
+    try:
+        moment = datetime.datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f")
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not now, epoch milliseconds or yyyy-MM-dd#HH:mm:ss:SSS"
+        ) from None
+    return Timestamp(text, int(moment.timestamp() * 1000))
+
+
+def time_range(begin: Timestamp | None, end: Timestamp | None) -> tuple[int, int | None]:
+    """(begin, end) epoch milliseconds of a search's ``-b``/``-e`` (or ``-s``/``-e``) options: no begin is the
+    start of the store, no end (or ``now``) is now, which the search reads as None."""
+    begin_ms = 0 if begin is None else begin.millis
+    end_ms = None if end is None or end.millis == RESET_TO_NOW else end.millis
+    if begin_ms == RESET_TO_NOW:
+        begin_ms = int(time.time() * 1000)
+    return begin_ms, end_ms
 
 
 # --- cluster lookups ------------------------------------------------------------------------------------------------

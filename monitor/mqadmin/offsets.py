@@ -1,39 +1,17 @@
-"""resetOffsetByTime: move a consumer group's committed offsets of a topic back (or forward) to a point in time."""
+"""resetOffsetByTime: move a consumer group's committed offsets of a topic back (or forward) to a point in time;
+skipAccumulatedMessage: move them past the whole backlog."""
 
 from __future__ import annotations
 
 import argparse
-import datetime
 from dataclasses import dataclass, field
 
-from monitor.mqadmin.common import SubCommand, java_bool
+from monitor.messages.offsets import NEWEST, preview_reset, skip_backlog
+from monitor.mqadmin.common import SubCommand, Timestamp, java_bool, parse_timestamp
 from monitor.mqadmin.output import render_table
-from monitor.remoting.admin import RESET_TO_NOW as NOW
 from monitor.remoting.admin import MQAdmin
 from monitor.remoting.codes import ResponseCode
 from monitor.remoting.errors import RemotingError
-
-
-@dataclass(frozen=True)
-class Timestamp:
-    text: str  # as typed
-    millis: int
-
-
-def parse_timestamp(text: str) -> Timestamp:
-    """``now``, epoch milliseconds, or local ``yyyy-MM-dd#HH:mm:ss:SSS`` (mqadmin's three forms)."""
-    text = text.strip()
-    if text == "now":
-        return Timestamp(text, NOW)
-    if text.isdigit():
-        return Timestamp(text, int(text))
-    try:
-        moment = datetime.datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f")
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not now, epoch milliseconds or yyyy-MM-dd#HH:mm:ss:SSS"
-        ) from None
-    return Timestamp(text, int(moment.timestamp() * 1000))
 
 
 @dataclass
@@ -152,6 +130,67 @@ def _reset_offset_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# --- skipAccumulatedMessage -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class SkippedQueue:
+    broker_name: str
+    queue_id: int
+    previous_offset: int | None  # where the group was (None: it had no offset there)
+    offset: int  # where it is now: the queue's end
+    skipped: int | None  # messages skipped (None: unknown, the group had no offset there)
+
+
+def _skipped(broker_name: str, queue_id: int, previous: int | None, offset: int) -> SkippedQueue:
+    return SkippedQueue(
+        broker_name, queue_id, previous, offset, None if previous is None else max(offset - previous, 0)
+    )
+
+
+@dataclass
+class SkipResult:
+    group: str
+    topic: str
+    online: bool  # the brokers told the online clients; else the committed offsets were written directly
+    cplus: bool
+    queues: list[SkippedQueue] = field(default_factory=list)
+
+
+def skip_accumulated_message(admin: MQAdmin, args: argparse.Namespace) -> SkipResult:
+    """Move the group past every message of the topic stored so far (monitor.messages.offsets.skip_backlog: a
+    reset to the newest message, through the brokers when clients are online, else by writing the offsets). The
+    offsets before come from the preview read just before, so the output says how many messages were skipped."""
+    before = {
+        (p.broker_name, p.queue_id): p.current_offset for p in preview_reset(admin, args.group, args.topic, NEWEST)
+    }
+    outcome = skip_backlog(admin, args.group, args.topic)
+    queues = [
+        _skipped(q.broker_name, q.queue_id, before.get((q.broker_name, q.queue_id)), q.offset) for q in outcome.queues
+    ]
+    return SkipResult(args.group, args.topic, outcome.online, outcome.cplus, queues)
+
+
+def render_skip(result: SkipResult, args: argparse.Namespace) -> str:
+    table = render_table(
+        ["#brokerName", "#queueId", "#previousOffset", "#offset", "#skipped"],
+        [[q.broker_name, q.queue_id, q.previous_offset, q.offset, q.skipped] for q in result.queues],
+    )
+    if result.online:
+        layout = " in the C++ client's layout" if result.cplus else ""
+        return f"The brokers moved the online consumers of [{result.group}] to the newest message{layout}.\n{table}"
+    note = (
+        f"No consumer of [{result.group}] is online: the committed offsets were rewritten directly. "
+        "Consumers pick them up when they start."
+    )
+    return f"{note}\n{table}"
+
+
+def _skip_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-g", "--group", required=True, help="set the consumer group")
+    parser.add_argument("-t", "--topic", required=True, help="set the topic")
+
+
 COMMANDS = [
     SubCommand(
         "resetOffsetByTime",
@@ -159,5 +198,12 @@ COMMANDS = [
         _reset_offset_args,
         reset_offset_by_time,
         render_reset_offset,
+    ),
+    SubCommand(
+        "skipAccumulatedMessage",
+        "Skip all messages that are accumulated (not consumed) currently",
+        _skip_args,
+        skip_accumulated_message,
+        render_skip,
     ),
 ]

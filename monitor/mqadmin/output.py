@@ -5,7 +5,8 @@ into JSON with RocketMQ's own camelCase names (``brokerOffset``, ``queueDatas``)
 the Java tools' JSON and can be fed to ``jq``. Values JSON has no type for are mapped as follows: enums by name,
 bytes as Base64, sets as sorted lists, datetimes in ISO 8601, non-finite floats as null, and maps whose keys are
 not strings or numbers (``Map<MessageQueue, ...>``) as a list of ``{"key": ..., "value": ...}`` entries, since a
-JSON object key can only be a string.
+JSON object key can only be a string. A result that is named differently in JSON than its attributes (a message,
+whose names are Java's MessageExt ones: see monitor.messages.present) says so with a ``json_fields()`` method.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def to_jsonable(value: Any) -> Any:
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, datetime.datetime | datetime.date):
         return value.isoformat()
+    if callable(getattr(value, "json_fields", None)):
+        return to_jsonable(value.json_fields())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {_field_name(f): to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):

@@ -126,8 +126,14 @@ class QueueStatus:
 
 @dataclass
 class TopicStatus:
+    """The queues, and their totals over the whole topic: ``total_messages`` is what the brokers still store
+    (max minus min offset, summed), ``total_max_offset`` how many messages the topic has ever received."""
+
     queues: list[QueueStatus]
     topic_put_tps: float | None  # RocketMQ 5 brokers report it; None from 4.x
+    total_min_offset: int
+    total_max_offset: int
+    total_messages: int
 
 
 def topic_status(admin: MQAdmin, args: argparse.Namespace) -> TopicStatus:
@@ -136,7 +142,8 @@ def topic_status(admin: MQAdmin, args: argparse.Namespace) -> TopicStatus:
         QueueStatus(mq.broker_name, mq.queue_id, off.min_offset, off.max_offset, off.last_update_timestamp)
         for mq, off in sorted(stats.offset_table.items())
     ]
-    return TopicStatus(queues, stats.topic_put_tps)
+    total_min, total_max = sum(q.min_offset for q in queues), sum(q.max_offset for q in queues)
+    return TopicStatus(queues, stats.topic_put_tps, total_min, total_max, total_max - total_min)
 
 
 def render_topic_status(result: TopicStatus, args: argparse.Namespace) -> str:
@@ -145,7 +152,9 @@ def render_topic_status(result: TopicStatus, args: argparse.Namespace) -> str:
         for q in result.queues
     ]
     table = render_table(["#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"], rows)
-    return join_blocks(table, None if result.topic_put_tps is None else f"Topic Put TPS: {cell(result.topic_put_tps)}")
+    totals = f"Total Messages: {result.total_messages}"
+    put_tps = None if result.topic_put_tps is None else f"Topic Put TPS: {cell(result.topic_put_tps)}"
+    return join_blocks(table, totals, put_tps)
 
 
 def _topic_only_args(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,13 @@ from rest_framework.routers import SimpleRouter
 from portal.api.views.applications import ApplicationViewSet
 from portal.api.views.audit import AuditEntryViewSet
 from portal.api.views.clusters import BrokerViewSet, ClusterViewSet
+from portal.api.views.messages import (
+    GroupMessagesViewSet,
+    MessageOperationViewSet,
+    MessageSearchViewSet,
+    MessageViewSet,
+    TopicMessagesViewSet,
+)
 from portal.api.views.people import NotificationViewSet, TeamViewSet
 from portal.api.views.producers import ProducerRegistrationView, ProducerReportView
 from portal.api.views.rankings import RankingViewSet
@@ -33,9 +40,18 @@ router.register("warning-channels", ChannelViewSet, basename="warning-channel")
 router.register("warning-subscriptions", SubscriptionViewSet, basename="warning-subscription")
 router.register("warning-mutes", MuteViewSet, basename="warning-mute")
 router.register("rankings", RankingViewSet, basename="ranking")
+router.register("message-searches", MessageSearchViewSet, basename="message-search")
+router.register("message-operations", MessageOperationViewSet, basename="message-operation")
+# Detail actions only (dead letters, reset preview, clients; test message, export) beside the registry's viewsets.
+router.register("consumer-groups", GroupMessagesViewSet, basename="consumer-group-messages")
+router.register("topics", TopicMessagesViewSet, basename="topic-messages")
+MESSAGE = "v1/messages/<int:cluster_pk>/<str:topic_name>/<str:msg_id>/"
 
 urlpatterns = [
     path("v1/", include(router.urls)),
+    path(MESSAGE, MessageViewSet.as_view({"get": "retrieve"}), name="message-detail"),
+    path(MESSAGE + "tracks/", MessageViewSet.as_view({"get": "tracks"}), name="message-tracks"),
+    path(MESSAGE + "resend/", MessageViewSet.as_view({"post": "resend"}), name="message-resend"),
     # The token view takes the API's parsers (portal/api/parsers.py) and throttles, not DRF's own (views/tokens.py).
     path("v1/auth/token/", TokenView.as_view(), name="token"),
     path("v1/auth/token/rotate/", TokenRotateView.as_view(), name="token-rotate"),

@@ -1,6 +1,14 @@
 from portal.models.applications import Application, ApplicationKind, ApplicationState
 from portal.models.audit import AuditEntry
 from portal.models.cluster import Broker, BrokerRole, Cluster, NameServer
+from portal.models.messages import (
+    MessageOperationItem,
+    MessageSearch,
+    MessageSearchHit,
+    OperationItemState,
+    SearchKind,
+    SearchState,
+)
 from portal.models.notifications import Notification
 from portal.models.people import Membership, Team, TeamRole, UserProfile
 from portal.models.producers import ProducerToken
@@ -49,13 +57,19 @@ __all__ = [
     "DeliveryStatus",
     "Membership",
     "MessageModel",
+    "MessageOperationItem",
+    "MessageSearch",
+    "MessageSearchHit",
     "Mute",
     "NameServer",
     "Notification",
+    "OperationItemState",
     "Origin",
     "ProducerGroup",
     "ProducerToken",
     "RegistryState",
+    "SearchKind",
+    "SearchState",
     "Severity",
     "SubjectType",
     "Subscription",

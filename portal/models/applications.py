@@ -35,6 +35,14 @@ class ApplicationKind(models.TextChoices):
     PRODUCER_GROUP_CREATE = "producer_group_create", _("new producer group")
     PRODUCER_GROUP_DELETE = "producer_group_delete", _("producer group deletion")
     TOPIC_ASSOCIATION = "topic_association", _("association with a topic")
+    MESSAGE_RESEND = "message_resend", _("message resend")
+    DEAD_LETTER_RESEND = "dead_letter_resend", _("dead-letter resend")
+    REDELIVER_RANGE = "redeliver_range", _("re-delivery of a time range")
+    OFFSET_RESET = "offset_reset", _("consumer offset reset")
+    SKIP_RETRY_BACKLOG = "skip_retry_backlog", _("skip of the retry backlog")
+    GROUP_PAUSE = "group_pause", _("consumer group pause")
+    GROUP_RESUME = "group_resume", _("consumer group resume")
+    GROUP_SETTINGS = "group_settings", _("consumer group settings")
 
 
 class ApplicationState(models.TextChoices):
@@ -76,6 +84,17 @@ class Application(models.Model):
     - producer_group_create: ``{"name", "description", "topic_ids": [...]}``
     - topic_association: ``{"name", "role": "producer" | "consumer"}``
     - *_delete: ``{"name"}``
+    - message_resend (target: the topic): ``{"msg_ids": [offset message ids], "to": "origin" | "retry",
+      "group": name}`` (``group`` when ``to`` is retry)
+    - dead_letter_resend (target: the consumer group): ``{"msg_ids": [offset ids of %DLQ% entries], "to"}``
+    - redeliver_range (target: the consumer group): ``{"topic", "begin", "end"}`` (ISO times)
+    - offset_reset (target: the consumer group): ``{"topic", "when": ISO time | "newest", "queue": null |
+      {"broker_name", "queue_id"}}``
+    - skip_retry_backlog, group_pause, group_resume: ``{}`` (target: the consumer group)
+    - group_settings: the changed keys of ``retry_queue_nums``, ``retry_max_times``, ``consume_broadcast_enable``,
+      ``which_broker_when_consume_slowly``, ``broker_id`` (target: the consumer group)
+
+    An operation on messages or a consumer group keeps what its approval did in ``payload["outcome"]``.
 
     The target of a change, deletion or association is the ``topic`` / ``consumer_group`` / ``producer_group``
     foreign key; a creation fills it in when approved. ``"name"`` is the target's name, so an application still names

@@ -3,7 +3,19 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from portal.web.views import applications, monitoring, people, producers, rankings, registry, warnings
+from portal.web.views import (
+    applications,
+    group_inspection,
+    group_operations,
+    messages,
+    monitoring,
+    people,
+    producers,
+    rankings,
+    registry,
+    topic_tools,
+    warnings,
+)
 
 urlpatterns = [
     path("", people.dashboard, name="dashboard"),
@@ -69,4 +81,33 @@ urlpatterns = [
     path("warnings/channels/<int:pk>/delete/", warnings.channel_delete, name="channel-delete"),
     path("registry/<slug:kind>/<int:pk>/thresholds/", warnings.entry_thresholds, name="entry-thresholds"),
     path("rankings/", rankings.ranking_list, name="rankings"),
+    # Messages (issue 18): search, a message's page, a topic's tools and a consumer group's operations.
+    path("topics/<int:pk>/messages/", messages.message_search, name="message-search"),
+    path("topics/<int:pk>/messages/send/", topic_tools.send_test_message, name="topic-send"),
+    path("topics/<int:pk>/messages/export/", topic_tools.export_messages, name="topic-export"),
+    path("message-searches/<int:pk>/", messages.message_search_detail, name="message-search-detail"),
+    path("message-searches/<int:pk>/status/", messages.message_search_status, name="message-search-status"),
+    path("message-searches/<int:pk>/cancel/", messages.message_search_cancel, name="message-search-cancel"),
+    path("messages/<int:cluster_pk>/<str:topic_name>/<str:msg_id>/", messages.message_detail, name="message-detail"),
+    path(
+        "messages/<int:cluster_pk>/<str:topic_name>/<str:msg_id>/resend/",
+        messages.message_resend,
+        name="message-resend",
+    ),
+    path("consumer-groups/<int:pk>/dead-letters/", group_inspection.dead_letters, name="group-dead-letters"),
+    path(
+        "consumer-groups/<int:pk>/dead-letters/resend/",
+        group_inspection.dead_letters_resend,
+        name="group-dead-letters-resend",
+    ),
+    path("consumer-groups/<int:pk>/clients/", group_inspection.client_diagnostics, name="group-clients"),
+    path("consumer-groups/<int:pk>/clients/stack/", group_inspection.client_stack, name="group-client-stack"),
+    path("consumer-groups/<int:pk>/reset-offsets/", group_operations.offset_reset, name="group-offset-reset"),
+    path("consumer-groups/<int:pk>/redeliver/", group_operations.redeliver, name="group-redeliver"),
+    path("consumer-groups/<int:pk>/settings/", group_operations.group_settings, name="group-settings"),
+    path(
+        "consumer-groups/<int:pk>/operations/<slug:operation>/",
+        group_operations.simple_operation,
+        name="group-operation",
+    ),
 ]

@@ -150,6 +150,7 @@ def test_cluster_list_more_stats_and_json(cluster):
         ("broker-a", 1, cluster.slave_addr, "V4_9_4"),
     ]
     assert brokers[0]["inTps"] == pytest.approx(9.797, abs=1e-3) and brokers[0]["inTotalToday"] == 6247
+    assert brokers[0]["earliestMessageTimeStamp"] == -1  # as the broker reports it: its commit log is under 8 MB
 
 
 def test_broker_status_of_one_broker_and_of_a_cluster(cluster):
@@ -240,6 +241,8 @@ def test_topic_status(cluster):
         ("4", "0", "653"), ("5", "0", "652"), ("6", "0", "651"), ("7", "0", "651"),
     ]  # fmt: skip
     assert table[0][4].startswith("2026-11-2")  # last update, local time
+    status = mqadmin_json(cluster, "topicStatus", "-t", "TopicTest")
+    assert (status["totalMinOffset"], status["totalMaxOffset"], status["totalMessages"]) == (0, 5212, 5212)
     assert_sent_as_captured(cluster, "GET_TOPIC_STATS_INFO")
 
 
@@ -528,6 +531,11 @@ def test_query_msg_by_key(cluster):
     out = mqadmin(cluster, "queryMsgByKey", "-t", "TopicTest", "-k", "KEY_java_5")
     assert rows(out, "7F00") == [["7F0000016CA35FFD2B276C564148000A", "2", "375", "7F00000100002A9F00000000000A30D9"]]
     assert_sent_as_captured(cluster, "QUERY_MESSAGE")
+    (found,) = mqadmin_json(cluster, "queryMsgByKey", "-t", "TopicTest", "-k", "KEY_java_5")
+    assert (found["commitLogOffset"], found["bornTimestamp"], found["storeTimestamp"]) == (
+        667865, 1795308792136, 1795308792137
+    )  # fmt: skip
+    assert (found["bodyCRC"], found["queueId"], found["bodyText"]) == (1079023859, 2, "hello from java producer #5")
 
 
 def test_query_msg_by_id(cluster):
@@ -549,6 +557,8 @@ def test_query_msg_by_id(cluster):
         "7F0000016CA35FFD2B276C5640FE0000",
     )
     assert view["bodyText"] == "hello from java producer #0"
+    assert (view["bodyCRC"], view["storeSize"]) == (809135228, 217)
+    assert [track["consumerGroup"] for track in view["tracks"]] == ["cg_test"]
 
 
 def test_query_msg_by_id_rejects_a_producer_id_before_sending_anything(cluster):

@@ -24,6 +24,7 @@ from monitor.remoting.admin.brokers import BrokerAdmin
 from monitor.remoting.admin.consumers import ConsumerAdmin, RollbackStats
 from monitor.remoting.admin.messages import MessageAdmin, PullResult, PullStatus
 from monitor.remoting.admin.namesrv import NamesrvAdmin
+from monitor.remoting.admin.producer import ProducerAdmin, SendResponse
 from monitor.remoting.admin.topics import TopicAdmin
 from monitor.remoting.sync import run_sync
 
@@ -38,11 +39,12 @@ __all__ = [
     "PullResult",
     "PullStatus",
     "RollbackStats",
+    "SendResponse",
     "retry_topic",
 ]
 
 
-class AsyncMQAdmin(NamesrvAdmin, TopicAdmin, BrokerAdmin, ConsumerAdmin, MessageAdmin):
+class AsyncMQAdmin(NamesrvAdmin, TopicAdmin, BrokerAdmin, ConsumerAdmin, MessageAdmin, ProducerAdmin):
     """Admin calls against one cluster, reached through its name servers (one mixin per family of calls)."""
 
 

@@ -67,20 +67,42 @@ class MessageAdmin(AdminBase):
         """QUERY_MESSAGE to every broker of the topic (master, else any replica). The index matches a hash of the
         key, so callers keep only the messages that really carry it."""
         route = await self.examine_topic_route_info(topic)
-        header = h.QueryMessageRequestHeader(
-            topic=topic, key=key, max_num=max_num, begin_timestamp=begin, end_timestamp=end
-        )
-        flag = "true" if unique_key else "false"
         messages: list[MessageExt] = []
         for bd in route.broker_datas:
             addr = bd.master_addr or next(iter(bd.broker_addrs.values()), None)
-            if not addr:
-                continue
-            cmd = self._command(RequestCode.QUERY_MESSAGE, header, _UNIQUE_KEY_QUERY=flag)
-            response = await self.call(addr, cmd, ResponseCode.QUERY_NOT_FOUND)
-            if response.code == ResponseCode.SUCCESS:
-                messages.extend(decode_messages(response.body))
+            if addr:
+                messages.extend(
+                    await self.query_message_on_broker(addr, topic, key, max_num, begin, end, unique_key=unique_key)
+                )
         return messages
+
+    async def query_message_on_broker(
+        self,
+        broker_addr: str,
+        topic: str,
+        key: str,
+        max_num: int = 64,
+        begin: int = 0,
+        end: int = MAX_TIMESTAMP,
+        *,
+        unique_key: bool = False,
+    ) -> list[MessageExt]:
+        """One broker's QUERY_MESSAGE answer as it came, oldest first: at most min(max_num, maxMsgsNumBatch) records
+        (defaultQueryMaxNum instead of max_num with `unique_key`), the newest indexed under the key's hash in
+        [begin, end] of index time. Nothing is filtered out, so a caller can tell a full answer from a complete
+        one (monitor.messages.search slices the time range on a full one)."""
+        header = h.QueryMessageRequestHeader(
+            topic=topic, key=key, max_num=max_num, begin_timestamp=begin, end_timestamp=end
+        )
+        cmd = self._command(RequestCode.QUERY_MESSAGE, header, _UNIQUE_KEY_QUERY="true" if unique_key else "false")
+        response = await self.call(broker_addr, cmd, ResponseCode.QUERY_NOT_FOUND)
+        return decode_messages(response.body) if response.code == ResponseCode.SUCCESS else []
+
+    async def get_earliest_msg_store_time(self, broker_addr: str, topic: str, queue_id: int) -> int:
+        """GET_EARLIEST_MSG_STORETIME: the store time of the queue's oldest message (-1 or 0 when it has none)."""
+        header = h.TopicQueueRequestHeader(topic=topic, queue_id=queue_id)
+        response = await self.call(broker_addr, self._command(RequestCode.GET_EARLIEST_MSG_STORETIME, header))
+        return int(response.ext_fields.get("timestamp", -1))
 
     async def is_cluster_broker(self, addr: str) -> bool:
         """Whether the name servers list `addr` ("ip:port") as a broker of the cluster, master or slave; spellings

@@ -266,8 +266,9 @@ class PullProcessor:
         max_num = header.max_num
         if cmd.ext("_UNIQUE_KEY_QUERY") == "true":
             max_num = int(self.broker.config["defaultQueryMaxNum"])
+        batch_limit = int(self.broker.config["maxMsgsNumBatch"])
         result = self.broker.store.query_by_key(
-            header.topic, header.key, max_num, header.begin_timestamp, header.end_timestamp
+            header.topic, header.key, max_num, header.begin_timestamp, header.end_timestamp, batch_limit
         )
         figures = h.QueryMessageResponseHeader(
             index_last_update_timestamp=result.index_last_update_timestamp,

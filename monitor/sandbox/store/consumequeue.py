@@ -93,4 +93,6 @@ class ConsumeQueue:
             found = left
         else:
             found = right if abs(timestamp - left_time) > abs(timestamp - right_time) else left
+        if found == -1 and file_from == 0:
+            return 0  # Java's (fileFromOffset - 1) / 20 rounds toward zero
         return file_from + found

@@ -1,11 +1,16 @@
 """The key index (4.9.4's IndexService and its one IndexFile): "topic#key" -> commit-log offsets for UNIQ_KEY and
-every KEYS word, which QUERY_MESSAGE reads."""
+every KEYS word, which QUERY_MESSAGE reads.
+
+One deliberate difference: a real IndexFile chains entries by String.hashCode of "topic#key" and returns every
+entry of the same hash, so a query can bring messages of another key whose hash collides; this index matches the
+key itself (hashing every key of every put in Python would slow the store down for a case only crafted keys hit,
+and clients filter what they get by key anyway)."""
 
 from monitor.remoting.message import KEY_SEPARATOR
 from monitor.sandbox.store.commitlog import CommitLog
 from monitor.sandbox.store.records import JAVA_INT_MAX, rolled_back
 
-_MAX_QUERY_NUM = 64  # maxMsgsNumBatch
+MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch default
 
 
 def index_keys(topic: str, sys_flag: int, properties: dict[str, str]) -> list[str]:
@@ -68,12 +73,22 @@ class KeyIndex:
         seconds = min(max(store_timestamp - begin, 0) // 1000, JAVA_INT_MAX)
         return begin + seconds * 1000
 
-    def query(self, topic: str, key: str, max_num: int, begin: int, end: int, log: CommitLog) -> list[int]:
-        """IndexService.queryOffset: the commit-log offsets of the newest min(max_num, 64) records of `topic` indexed
-        under `key` whose indexed time is within [begin, end], oldest first."""
+    def query(
+        self,
+        topic: str,
+        key: str,
+        max_num: int,
+        begin: int,
+        end: int,
+        log: CommitLog,
+        batch_limit: int = MAX_MSGS_NUM_BATCH,
+    ) -> list[int]:
+        """IndexService.queryOffset: the commit-log offsets of the newest min(max_num, maxMsgsNumBatch) records of
+        `topic` indexed under `key` whose indexed time is within [begin, end], oldest first. The walk goes newest
+        first and stops at the first entry indexed before `begin` (IndexFile.selectPhyOffset)."""
         matched: list[int] = []
         for physical_offset in reversed(self.offsets(f"{topic}#{key}")):
-            if len(matched) >= min(max_num, _MAX_QUERY_NUM):
+            if len(matched) >= min(max_num, batch_limit):
                 break
             indexed_time = self.indexed_time(log.store_timestamp(physical_offset))
             if begin <= indexed_time <= end:

@@ -10,7 +10,7 @@ import zlib
 from monitor.remoting.message import PROPERTY_SEPARATOR, create_offset_msg_id, decode_properties, parse_host
 from monitor.sandbox.store.commitlog import CommitLog
 from monitor.sandbox.store.consumequeue import ConsumeQueue
-from monitor.sandbox.store.index import KeyIndex, index_keys
+from monitor.sandbox.store.index import MAX_MSGS_NUM_BATCH, KeyIndex, index_keys
 from monitor.sandbox.store.properties import tag_codes, tags_code
 from monitor.sandbox.store.pull import scan
 from monitor.sandbox.store.records import (
@@ -284,11 +284,14 @@ class MessageStore:
             queue = self._queues.get(topic, {}).get(queue_id)
             return 0 if queue is None else queue.offset_by_time(timestamp, self._log)
 
-    def query_by_key(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryResult:
-        """QUERY_MESSAGE (DefaultMessageStore.queryMessage): the newest min(max_num, 64) records of `topic` indexed
-        under `key` (a KEYS word or a UNIQ_KEY) whose indexed time is within [begin, end], oldest first."""
+    def query_by_key(
+        self, topic: str, key: str, max_num: int, begin: int, end: int, batch_limit: int = MAX_MSGS_NUM_BATCH
+    ) -> QueryResult:
+        """QUERY_MESSAGE (DefaultMessageStore.queryMessage): the newest min(max_num, batch_limit) records of `topic`
+        indexed under `key` (a KEYS word or a UNIQ_KEY) whose indexed time (store time cut to whole seconds from
+        the index's first entry) is within [begin, end], oldest first. batch_limit is maxMsgsNumBatch."""
         with self._lock:
-            matched = self._index.query(topic, key, max_num, begin, end, self._log)
+            matched = self._index.query(topic, key, max_num, begin, end, self._log, batch_limit)
             if not matched:
                 return QueryResult(b"", 0, 0, 0)
             records = [self._log.read(offset, self._log.record_size_at(offset)) for offset in matched]

@@ -1,5 +1,6 @@
 """The kinds of application: for each, what it is about and how it is validated, carried out on the cluster and
-recorded in the registry (one module per family: topics, consumer groups, producer groups, associations)."""
+recorded in the registry (one module per family: topics, consumer groups, producer groups, associations, and the
+operations on messages, consumer offsets and consumer-group settings)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ from dataclasses import dataclass
 
 from portal.models import Application, ApplicationKind
 from portal.services import audit
-from portal.services.applications import associations, consumer_groups, producer_groups, topics
+from portal.services.applications import (
+    associations,
+    consumer_group_settings,
+    consumer_groups,
+    consumer_offsets,
+    messages,
+    operation_checks,
+    producer_groups,
+    topics,
+)
 
 
 @dataclass(frozen=True)
@@ -63,4 +73,56 @@ KINDS = {
         "producer_group", True, clean_target_delete, registry_only, record_deletion
     ),
     ApplicationKind.TOPIC_ASSOCIATION: Kind("topic", False, associations.clean, registry_only, associations.record),
+    ApplicationKind.MESSAGE_RESEND: Kind(
+        "topic", False, messages.clean_message_resend, messages.act_message_resend, messages.record_message_resend
+    ),
+    ApplicationKind.DEAD_LETTER_RESEND: Kind(
+        "consumer_group",
+        False,
+        messages.clean_dead_letter_resend,
+        messages.act_dead_letter_resend,
+        messages.record_dead_letter_resend,
+    ),
+    ApplicationKind.REDELIVER_RANGE: Kind(
+        "consumer_group",
+        False,
+        messages.clean_redeliver_range,
+        messages.act_redeliver_range,
+        messages.record_redeliver_range,
+    ),
+    ApplicationKind.OFFSET_RESET: Kind(
+        "consumer_group",
+        False,
+        consumer_offsets.clean_reset,
+        consumer_offsets.act_reset,
+        consumer_offsets.record_reset,
+    ),
+    ApplicationKind.SKIP_RETRY_BACKLOG: Kind(
+        "consumer_group",
+        False,
+        operation_checks.clean_no_payload,
+        consumer_offsets.act_skip_retry_backlog,
+        consumer_offsets.record_skip_retry_backlog,
+    ),
+    ApplicationKind.GROUP_PAUSE: Kind(
+        "consumer_group",
+        False,
+        operation_checks.clean_no_payload,
+        consumer_group_settings.act_pause,
+        consumer_group_settings.record_pause,
+    ),
+    ApplicationKind.GROUP_RESUME: Kind(
+        "consumer_group",
+        False,
+        operation_checks.clean_no_payload,
+        consumer_group_settings.act_resume,
+        consumer_group_settings.record_resume,
+    ),
+    ApplicationKind.GROUP_SETTINGS: Kind(
+        "consumer_group",
+        False,
+        consumer_group_settings.clean_settings,
+        consumer_group_settings.act_settings,
+        consumer_group_settings.record_settings,
+    ),
 }

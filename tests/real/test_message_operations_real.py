@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.messages import dead_letters, offsets, resend, send
+from monitor.messages import dead_letters, diagnostics, offsets, resend, send
 from monitor.remoting import body as b
 from monitor.remoting.admin import retry_topic
 from monitor.remoting.errors import RemotingError
@@ -115,8 +115,18 @@ def start_consumer(cluster, group: str, topic: str, home: Path, *, fail: bool = 
     return consumer
 
 
+@pytest.fixture(scope="module", params=["4", "5"], ids=["4.9.4", "5.5.0"])
+def real(request):
+    cluster = request.getfixturevalue(f"rocketmq{request.param}")
+    admin = cluster.admin(timeout=15.0)
+    yield cluster, admin
+    admin.close()
+
+
 @pytest.fixture(scope="module")
-def real(rocketmq4):
+def real4(rocketmq4):
+    """4.9.4 only: on 5.5.0 one of the two always-failed messages had not reached the DLQ after two minutes (its
+    second delivery never came); why is still to be found out."""
     admin = rocketmq4.admin(timeout=15.0)
     yield rocketmq4, admin
     admin.close()
@@ -168,6 +178,10 @@ def test_a_reset_while_the_cpp_consumer_runs_makes_it_consume_again_from_that_po
     try:
         wait_for(lambda: len(consumer.read()) >= 6, 90, "the first six messages", state=lambda: consumer.got)
         wait_for(lambda: committed(admin, group, topic) == 6, 60, "the consumer's commit of six")
+        (client,) = diagnostics.client_running_info(admin, group)
+        assert (client.language, client.error) == ("CPP", None)
+        assert {s.topic for s in client.running_info.subscription_set} >= {topic, retry_topic(group)}
+        assert diagnostics.client_stack(admin, group, client.client_id) is None  # the C++ client sends none
         at = rounds[1][0].store_timestamp
         preview = offsets.preview_reset(admin, group, topic, at)
         assert [(p.queue_id, p.current_offset, p.target_offset, p.max_offset) for p in preview] == [
@@ -184,8 +198,8 @@ def test_a_reset_while_the_cpp_consumer_runs_makes_it_consume_again_from_that_po
     assert again == sorted(m.body.decode() for m in rounds[1] + rounds[2])
 
 
-def test_dead_letters_of_an_always_failing_consumer_are_resent_and_then_consumed(real, tmp_path):
-    cluster, admin = real
+def test_dead_letters_of_an_always_failing_consumer_are_resent_and_then_consumed(real4, tmp_path):
+    cluster, admin = real4
     topic, group = "TopicOpsDlqReal", "cg_ops_dlq_real"
     make_topic(cluster, admin, topic)
     make_group(cluster, admin, group, retry_max_times=1)  # the second failure sends a message to the DLQ

@@ -24,7 +24,7 @@ from monitor.remoting.admin.brokers import BrokerAdmin
 from monitor.remoting.admin.consumers import ConsumerAdmin, RollbackStats
 from monitor.remoting.admin.messages import MessageAdmin, PullResult, PullStatus
 from monitor.remoting.admin.namesrv import NamesrvAdmin
-from monitor.remoting.admin.producer import ProducerAdmin, SendResponse
+from monitor.remoting.admin.producer import ProducerAdmin
 from monitor.remoting.admin.topics import TopicAdmin
 from monitor.remoting.sync import run_sync
 
@@ -39,7 +39,6 @@ __all__ = [
     "PullResult",
     "PullStatus",
     "RollbackStats",
-    "SendResponse",
     "retry_topic",
 ]
 

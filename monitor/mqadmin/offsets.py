@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-from monitor.messages.offsets import NEWEST, preview_reset, skip_backlog
+from monitor.messages.offsets import NEWEST, online_languages, preview_reset, skip_backlog
 from monitor.mqadmin.common import SubCommand, Timestamp, java_bool, parse_timestamp
 from monitor.mqadmin.output import render_table
 from monitor.remoting.admin import MQAdmin
@@ -40,15 +40,6 @@ class ResetOffsetResult:
     cplus: bool = False  # the brokers told the consumers in the C++ client's layout
 
 
-def _all_cplus(admin: MQAdmin, group: str) -> bool:
-    """Every online consumer of the group is a C++ client (none online: False)."""
-    try:
-        connections = admin.examine_consumer_connection_info(group).connection_set
-    except RemotingError:
-        return False
-    return bool(connections) and all(c.language == "CPP" for c in connections)
-
-
 def reset_offset_by_time(admin: MQAdmin, args: argparse.Namespace) -> ResetOffsetResult:
     """Ask the brokers to reset the group (they push the new offsets to its online consumers); when no consumer is
     online (CONSUMER_NOT_ONLINE) rewrite the committed offsets directly instead, as mqadmin does.
@@ -56,7 +47,8 @@ def reset_offset_by_time(admin: MQAdmin, args: argparse.Namespace) -> ResetOffse
     A C++ client cannot read the Java layout of the new offsets: it keeps its own and commits them again, so the
     reset has no effect. mqadmin leaves it to the operator to say -c; here -c is also implied when every online
     consumer of the group is a C++ client."""
-    cplus = args.cplus or _all_cplus(admin, args.group)
+    languages = online_languages(admin, args.group)
+    cplus = args.cplus or (bool(languages) and all(language == "CPP" for language in languages))
     result = ResetOffsetResult(args.group, args.topic, args.force, args.timestamp, "broker", cplus=cplus)
     try:
         table = admin.reset_offset_by_timestamp(args.topic, args.group, args.timestamp.millis, args.force, cplus=cplus)

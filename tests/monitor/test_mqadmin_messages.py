@@ -172,10 +172,11 @@ def test_skip_accumulated_message_moves_an_offline_group_to_the_newest_message(c
     for bd in admin.examine_topic_route_info(TOPIC).broker_datas:
         for queue_id in range(4):
             admin.update_consumer_offset(bd.master_addr, group, TOPIC, queue_id, 0)
-    assert sum_diff(admin, group) == len(sent) + 1  # sent, and test_send_message_prints_mqadmins_send_result's
+    backlog = sum_diff(admin, group)
+    assert backlog >= len(sent)  # every message of the topic, whichever other tests sent some too
     result = mqadmin_json(cluster, "skipAccumulatedMessage", "-g", group, "-t", TOPIC)
     assert result["online"] is False  # no consumer online: the committed offsets were rewritten directly
-    assert sum(q["skipped"] for q in result["queues"]) == len(sent) + 1
+    assert sum(q["skipped"] for q in result["queues"]) == backlog
     assert sum_diff(admin, group) == 0
     out = mqadmin(cluster, "skipAccumulatedMessage", "-g", group, "-t", TOPIC)
     assert out.startswith(f"No consumer of [{group}] is online") and "#skipped" in out

@@ -6,11 +6,11 @@ and lettered as in Apache RocketMQ 4.9.4's mqadmin, a function ``(admin, args) -
 tables (``--json`` prints the same data through :mod:`monitor.mqadmin.output` instead).
 """
 
-from monitor.mqadmin import browse, cluster, consumers, groups, messages, offsets, produce, stats, topics
+from monitor.mqadmin import browse, cluster, consumers, groups, messages, offsets, produce, stats, topics, traces
 
 COMMANDS = {
     command.name: command
-    for module in (cluster, topics, groups, consumers, offsets, stats, messages, browse, produce)
+    for module in (cluster, topics, groups, consumers, offsets, stats, messages, browse, produce, traces)
     for command in module.COMMANDS
 }
 

@@ -99,3 +99,31 @@ def validate_storable_json(value: object) -> None:
             pending.extend(item.values())
         elif isinstance(item, list):
             pending.extend(item)
+
+
+# --- messages (the message pages and API) ---
+
+# RocketMQ's own limits: a key or tag is at most 128 characters as the Java client checks them (Validators), a
+# broker name at most 255; a queue id is a 32-bit int on the wire and a broker has at most a few thousand queues.
+MAX_KEY_LENGTH = 128
+MAX_BROKER_NAME_LENGTH = 255
+MAX_SEARCH_KEY_LENGTH = 255
+# A client id is "ip@instance" (plus "@unitName" for some clients): short, but not bounded by RocketMQ.
+MAX_CLIENT_ID_LENGTH = 255
+MAX_QUEUE_ID = 65535
+MAX_BODY_LENGTH = 64 * 1024
+# An offset message id is 32 hex characters (IPv4 store host) or 56 (IPv6); a client's UNIQ_KEY is 32.
+MESSAGE_ID = re.compile(r"[0-9A-Fa-f]{32}(?:[0-9A-Fa-f]{24})?")
+
+EXPORT_CONTENT_TYPES = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
+
+
+def printable_or_empty(value: str, max_length: int) -> str:
+    """A query parameter as text the pages may use, or "" when it is too long or holds a control character."""
+    value = value.strip()
+    return value if len(value) <= max_length and is_printable(value) else ""
+
+
+def message_id_or_404(value: str) -> str:
+    """Whether a URL's message id looks like one (the page of a malformed id is a page that does not exist)."""
+    return value if MESSAGE_ID.fullmatch(value) else ""

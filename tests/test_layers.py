@@ -110,6 +110,10 @@ def _allowed(importer: str, target: str) -> str | None:
         return "monitor and sparkjobs read portal's models and nothing else of portal"
     if _within(importer, "portal.models") and not _within_any(target, ("portal.models", "portal.env", "stats")):
         return "portal.models imports only portal.models, portal.env and stats"
+    if _within_any(importer, ("portal.services", "portal.api")) and _within(target, "portal.web"):
+        return "portal's services and API import nothing of its pages (portal.web)"
+    if _within(importer, "portal.services") and _within(target, "portal.api"):
+        return "portal's services import nothing of its API"
     if _within(importer, "monitor.remoting") and not _within(target, "monitor.remoting"):
         return "monitor.remoting imports nothing of the project but itself"
     if _within(importer, "monitor.sdk") and not _within_any(
@@ -248,6 +252,12 @@ def test_a_model_importing_a_service_or_the_gate_fails():
 
 def test_stats_importing_the_registry_fails():
     assert _violations_of("stats.queries.example", "from portal.models import Cluster\n") != []
+
+
+def test_the_api_importing_a_pages_module_fails():
+    assert _allowed("portal.api.views.messages", "portal.web.message_forms")
+    assert _allowed("portal.services.messages.direct", "portal.api.serializers")
+    assert _allowed("portal.web.views.messages", "portal.services.messages.direct") is None
 
 
 def test_monitor_reading_the_registry_models_passes():

@@ -6,15 +6,16 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from portal.api.serializers import VisiblePrimaryKeyRelatedField
-from portal.inputs import MAX_ID, is_printable
-from portal.models import ApplicationKind, Cluster, ConsumerGroup, MessageSearch, MessageSearchHit, SearchKind, Topic
-from portal.web.message_forms import (
+from portal.inputs import (
     MAX_BODY_LENGTH,
     MAX_BROKER_NAME_LENGTH,
+    MAX_ID,
     MAX_KEY_LENGTH,
     MAX_QUEUE_ID,
     MAX_SEARCH_KEY_LENGTH,
+    is_printable,
 )
+from portal.models import ApplicationKind, Cluster, ConsumerGroup, MessageSearch, MessageSearchHit, SearchKind, Topic
 
 
 def _printable(value: str) -> str:

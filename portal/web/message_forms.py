@@ -2,27 +2,22 @@
 printable text, 64-bit offsets, queue ids a broker can have); what a search or an operation means, and who may ask
 for it, is the services' to decide, and their ValidationError is shown back on the fields it names."""
 
-import re
-
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
-from portal.inputs import MAX_ID, is_printable
+from portal.inputs import (
+    MAX_BODY_LENGTH,
+    MAX_BROKER_NAME_LENGTH,
+    MAX_ID,
+    MAX_KEY_LENGTH,
+    MAX_QUEUE_ID,
+    MAX_SEARCH_KEY_LENGTH,
+    MESSAGE_ID,
+    is_printable,
+)
 from portal.models import SearchKind
 from portal.web.forms import ServiceForm
-
-# RocketMQ's own limits: a key or tag is at most 128 characters as the Java client checks them (Validators), a
-# broker name at most 255; a queue id is a 32-bit int on the wire and a broker has at most a few thousand queues.
-MAX_KEY_LENGTH = 128
-MAX_BROKER_NAME_LENGTH = 255
-MAX_SEARCH_KEY_LENGTH = 255
-# A client id is "ip@instance" (plus "@unitName" for some clients): short, but not bounded by RocketMQ.
-MAX_CLIENT_ID_LENGTH = 255
-MAX_QUEUE_ID = 65535
-MAX_BODY_LENGTH = 64 * 1024
-# An offset message id is 32 hex characters (IPv4 store host) or 56 (IPv6); a client's UNIQ_KEY is 32.
-MESSAGE_ID = re.compile(r"[0-9A-Fa-f]{32}(?:[0-9A-Fa-f]{24})?")
 
 DATETIME_WIDGET = forms.DateTimeInput(attrs={"type": "datetime-local", "step": 1}, format="%Y-%m-%dT%H:%M:%S")
 
@@ -31,17 +26,6 @@ def _printable(value: str) -> str:
     if not is_printable(value):
         raise ValidationError(_("Control characters are not allowed."), code="unprintable")
     return value
-
-
-def printable_or_empty(value: str, max_length: int) -> str:
-    """A query parameter as text the pages may use, or "" when it is too long or holds a control character."""
-    value = value.strip()
-    return value if len(value) <= max_length and is_printable(value) else ""
-
-
-def message_id_or_404(value: str) -> str:
-    """Whether a URL's message id looks like one (the page of a malformed id is a page that does not exist)."""
-    return value if MESSAGE_ID.fullmatch(value) else ""
 
 
 class TextField(forms.CharField):
@@ -83,14 +67,25 @@ class ResendForm(ServiceForm):
         self.fields["group"].choices = [("", "—"), *((name, name) for name in groups)]
 
 
-class DeadLetterResendForm(ResendForm):
-    ids = forms.MultipleChoiceField(
-        label=_("Messages"), choices=(), error_messages={"required": _("Select at least one message.")}
-    )
+class MessageIdsField(forms.MultipleChoiceField):
+    """Offset message ids, as many as were ticked (any well-formed id; which exist is the service's to check)."""
 
-    def __init__(self, *args, message_ids=(), **kwargs):
+    max_count = 1000
+
+    def valid_value(self, value) -> bool:
+        return bool(MESSAGE_ID.fullmatch(str(value)))
+
+    def validate(self, value):
+        super().validate(value)
+        if len(value) > self.max_count:
+            raise ValidationError(_("At most %(max)d messages at once.") % {"max": self.max_count})
+
+
+class DeadLetterResendForm(ResendForm):
+    ids = MessageIdsField(label=_("Messages"), error_messages={"required": _("Select at least one message.")})
+
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["ids"].choices = [(value, value) for value in message_ids]
         self.fields.pop("group")
 
 

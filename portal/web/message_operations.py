@@ -7,21 +7,9 @@ from django.core.exceptions import ValidationError
 from django.shortcuts import redirect
 from django.utils.translation import gettext as _
 
-from portal.models import Application
 from portal.models.people import is_portal_admin
-from portal.services import applications
 from portal.services.cluster_ops import ClusterOperationError
-from portal.services.messages.direct import act_directly
-
-
-def file_or_act(user, kind, *, payload: dict, reason: str = "", team=None, **target) -> Application:
-    """File ``kind`` about ``target`` (``topic=`` or ``consumer_group=``) as an application for ``team`` (by
-    default the target's owning team), or carry it out at once for a portal admin."""
-    if is_portal_admin(user):
-        return act_directly(user, kind, team=team, payload=payload, reason=reason, **target)
-    if team is None:
-        team = next(entry.team for entry in target.values() if entry is not None)
-    return applications.submit(user, kind=kind, team=team, cluster=None, payload=payload, reason=reason, **target)
+from portal.services.messages.direct import file_or_act
 
 
 def apply_or_act(request, kind, *, payload: dict, reason: str = "", team=None, **target):

@@ -15,14 +15,17 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from monitor.remoting.message import create_offset_msg_id
 from portal.models import (
     ApplicationKind,
     Broker,
     BrokerRole,
     ConsumerGroup,
     Membership,
+    MessageSearch,
     Origin,
     ProducerGroup,
+    SearchKind,
     Subscription,
     TeamRole,
     Topic,
@@ -61,6 +64,18 @@ def own_channel(w):
 
 def lag_kind(w):
     return {"kind": "consumer_lag"}
+
+
+def own_search(w):
+    return {"pk": w.search.pk}
+
+
+def a_message(w):
+    return {"cluster_pk": w.cluster.pk, "topic_name": w.topic.name, "msg_id": w.msg_id}
+
+
+def team_group(w):
+    return {"pk": w.consumer_group.pk}
 
 
 CASES = [
@@ -216,6 +231,42 @@ CASES = [
     ),
     Case("api:warning-mute-detail", "GET", (401, 404, 200, 404, 404), lambda w: {"pk": w.mute.pk}),
     Case("api:warning-mute-detail", "DELETE", (401, 404, 204, 404, 404), lambda w: {"pk": w.mute.pk}),
+    # messages: a search is its requester's (and admins'); operations are the owning team's applications (a portal
+    # admin's done at once). The matrix's topic and group are in the registry only: the message asked for is not
+    # found (404), and what is let through to the cluster is told the topic or group is not there (502)
+    Case("api:message-search-list", "GET", (401, 200, 200, 200, 200)),
+    Case(
+        "api:message-search-list",
+        "POST",
+        (401, 201, 201, 201, 201),
+        data=lambda w: {"cluster": w.cluster.pk, "topic": w.topic.name, "kind": "key", "key": "order-1"},
+    ),
+    Case("api:message-search-detail", "GET", (401, 404, 200, 404, 200), own_search),
+    Case("api:message-search-hits", "GET", (401, 404, 200, 404, 200), own_search),
+    Case("api:message-search-cancel", "POST", (401, 404, 200, 404, 200), own_search),
+    Case("api:message-detail", "GET", (401, 404, 404, 404, 404), a_message),
+    Case("api:message-tracks", "GET", (401, 404, 404, 404, 404), a_message),
+    Case("api:message-resend", "POST", (401, 404, 404, 404, 404), a_message, lambda w: {"to": "origin"}),
+    Case(
+        "api:message-operation-list",
+        "POST",
+        (401, 403, 201, 201, 502),
+        data=lambda w: {"kind": "group_resume", "consumer_group": w.consumer_group.pk, "payload": {}},
+    ),
+    Case("api:consumer-group-messages-dead-letters", "GET", (401, 200, 200, 200, 200), team_group),
+    Case(
+        "api:consumer-group-messages-reset-preview",
+        "POST",
+        (401, 403, 502, 502, 502),
+        team_group,
+        lambda w: {"topic": w.topic.name, "when": "newest"},
+    ),
+    Case("api:consumer-group-messages-clients", "GET", (401, 200, 200, 200, 200), team_group),
+    # without ?client= there is no client to ask
+    Case("api:consumer-group-messages-client-stack", "GET", (401, 400, 400, 400, 400), team_group),
+    Case("api:topic-messages-test-message", "POST", (401, 403, 502, 502, 502), team_topic, lambda w: {"body": "hi"}),
+    # without a range there is nothing to export
+    Case("api:topic-messages-export", "GET", (401, 400, 400, 400, 400), team_topic),
     Case("api:schema", "GET", (200, 200, 200, 200, 200)),
     Case("api:docs", "GET", (200, 200, 200, 200, 200)),
     Case("api:redoc", "GET", (200, 200, 200, 200, 200)),
@@ -271,6 +322,11 @@ def world(sandbox, cluster, team, other_team, member, team_admin, outsider, port
     # an endpoint nothing listens on: its test fails at once, which is an answer too
     w.channel = channels.create_channel(member, kind=ChannelKind.WEBHOOK, name="matrix hook",
                                         config={"url": "http://127.0.0.1:9/hook"})  # fmt: skip
+    w.search = MessageSearch.objects.create(
+        cluster=cluster, topic=topic, topic_name=topic.name, requested_by=member, kind=SearchKind.KEY, key="order-1"
+    )
+    # an id on a real broker of the cluster: what it holds there is no message of this topic
+    w.msg_id = create_offset_msg_id(sandbox.broker(sandbox.broker_names[0]).addr, 0)
     w.mute = subscriptions.mute(member, cluster=cluster, subject_type=SubjectType.CONSUMER_GROUP,
                                 subject_name=w.consumer_group.name, until=now + dt.timedelta(hours=1))  # fmt: skip
     return w

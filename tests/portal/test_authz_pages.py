@@ -18,15 +18,18 @@ from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from monitor.remoting.message import create_offset_msg_id
 from portal.models import (
     Application,
     ApplicationKind,
     AssociationRole,
     Broker,
     ConsumerGroup,
+    MessageSearch,
     Notification,
     Origin,
     ProducerGroup,
+    SearchKind,
     Subscription,
     Topic,
 )
@@ -197,11 +200,38 @@ MATRIX: dict[str, Page] = {
         post=expect(LOGIN, 403, 403, 403, 302),
         data=lambda w: {"kind": "consumer_lag", "consumer_lag-messages": "20000"},
     ),
+    # --- messages: searching and reading need a login (a search is its requester's and admins'); acting on a
+    # topic's messages or a group is the owning team's (an application; a portal admin's is done at once). The
+    # matrix's topic and group exist in the registry only, so the message asked for is not found (404).
+    "message-search": Page(
+        get=SIGNED_IN,
+        post=expect(LOGIN, 302, 302, 302, 302),
+        args=lambda w: [w.topic.pk],
+        data=lambda w: {"kind": "key", "key": "order-1"},
+    ),
+    "message-search-detail": Page(get=expect(LOGIN, 404, 200, 404, 200), post=GET_ONLY, args=lambda w: [w.search.pk]),
+    "message-search-status": Page(get=expect(LOGIN, 404, 200, 404, 200), post=GET_ONLY, args=lambda w: [w.search.pk]),
+    "message-search-cancel": Page(get=GET_ONLY, post=expect(LOGIN, 404, 302, 404, 302), args=lambda w: [w.search.pk]),
+    "message-detail": Page(get=expect(LOGIN, 404, 404, 404, 404), post=GET_ONLY, args=lambda w: w.message),
+    "message-resend": Page(get=GET_ONLY, post=expect(LOGIN, 404, 404, 404, 404), args=lambda w: w.message),
+    "topic-send": Page(get=TEAM_CHANGE, post=TEAM_CHANGE, args=lambda w: [w.topic.pk]),
+    "topic-export": Page(get=SIGNED_IN, post=GET_ONLY, args=lambda w: [w.topic.pk]),
+    "group-dead-letters": Page(get=SIGNED_IN, post=GET_ONLY, args=lambda w: [w.group.pk]),
+    "group-dead-letters-resend": Page(
+        get=GET_ONLY, post=expect(LOGIN, 403, 302, 302, 302), args=lambda w: [w.group.pk]
+    ),
+    "group-clients": Page(get=SIGNED_IN, post=GET_ONLY, args=lambda w: [w.group.pk]),
+    # without ?client= there is no client to ask
+    "group-client-stack": Page(get=expect(LOGIN, 400, 400, 400, 400), post=GET_ONLY, args=lambda w: [w.group.pk]),
+    "group-offset-reset": Page(get=TEAM_CHANGE, post=TEAM_CHANGE, args=lambda w: [w.group.pk]),
+    "group-redeliver": Page(get=TEAM_CHANGE, post=TEAM_CHANGE, args=lambda w: [w.group.pk]),
+    "group-settings": Page(get=TEAM_CHANGE, post=TEAM_CHANGE, args=lambda w: [w.group.pk]),
+    "group-operation": Page(get=GET_ONLY, post=expect(LOGIN, 403, 302, 302, 302), args=lambda w: [w.group.pk, "pause"]),
 }
 
 
 @pytest.fixture
-def world(outsider, member, team_admin, portal_admin, team, topic):
+def world(outsider, member, team_admin, portal_admin, team, topic, sandbox):
     """One of everything the pages are about, owned by the member's team ("payments")."""
     group = ConsumerGroup.objects.create(cluster=topic.cluster, team=team, name="GID_MATRIX")
     Subscription.objects.create(consumer_group=group, topic=topic)
@@ -242,8 +272,14 @@ def world(outsider, member, team_admin, portal_admin, team, topic):
                                       config={"url": "http://127.0.0.1:9/hook"})  # fmt: skip
     mute = subscriptions.mute(member, cluster=topic.cluster, subject_type=SubjectType.CONSUMER_GROUP,
                               subject_name=group.name, until=now + dt.timedelta(hours=1))  # fmt: skip
+    search = MessageSearch.objects.create(cluster=topic.cluster, topic=topic, topic_name=topic.name,
+                                          requested_by=member, kind=SearchKind.KEY, key="order-1")  # fmt: skip
+    # an id on a real broker of the cluster: what it holds there is no message of this topic
+    message = [topic.cluster_id, topic.name, create_offset_msg_id(sandbox.broker(sandbox.broker_names[0]).addr, 0)]
     actors = {"outsider": outsider, "member": member, "team_admin": team_admin, "portal_admin": portal_admin}
     return SimpleNamespace(
+        search=search,
+        message=message,
         actors=actors,
         team=team,
         topic=topic,

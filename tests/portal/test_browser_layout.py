@@ -25,10 +25,14 @@ from portal.models import (
     Cluster,
     ConsumerGroup,
     Membership,
+    MessageSearch,
+    MessageSearchHit,
     NameServer,
     Notification,
     Origin,
     ProducerGroup,
+    SearchKind,
+    SearchState,
     Subscription,
     Team,
     TeamRole,
@@ -61,7 +65,7 @@ from tests.support.factories import make_user
 
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
-NOT_PAGES = {"healthz"}  # answers for machines, not pages
+NOT_PAGES = {"healthz", "message-search-status"}  # answers for machines, not pages
 
 
 @pytest.fixture
@@ -113,7 +117,20 @@ def world(transactional_db):
                                       config={"url": "http://127.0.0.1:9/hook"})  # fmt: skip
     mute = subscriptions.mute(member, cluster=cluster, subject_type=SubjectType.CONSUMER_GROUP, subject_name=GROUP,
                               until=now + dt.timedelta(hours=1))  # fmt: skip
+    search = MessageSearch.objects.create(cluster=cluster, topic=topic, topic_name=topic.name, requested_by=member,
+                                          kind=SearchKind.KEY, key="settlement-batch-2026-11-25-0001",
+                                          state=SearchState.DONE, progress=1.0, found=3, finished_at=now)  # fmt: skip
+    for n in range(3):
+        MessageSearchHit.objects.create(
+            search=search, broker_name=f"broker-{'ab'[n % 2]}", queue_id=n, queue_offset=1_210_496_750 + n,
+            commit_log_offset=98_765_432_100 + n, offset_msg_id=f"0A00000500002A9F00000016FF{n:06X}",
+            uniq_key=f"0A0000150B2C18B4AAC27A5B4F{n:06X}", keys="settlement-batch-2026-11-25-0001 merchant-889911",
+            tags="TagA", store_time=now, born_time=now, store_host="10.0.0.5:10911", born_host="10.0.0.21:50000",
+            body_size=2048,
+        )  # fmt: skip
     return SimpleNamespace(
+        search=search,
+        message=[cluster.pk, topic.name, "0A00000500002A9F00000016FF000000"],
         actors={"outsider": outsider, "member": member, "team_admin": team_admin, "portal_admin": portal_admin},
         team=team,
         topic=topic,

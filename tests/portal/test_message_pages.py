@@ -201,6 +201,17 @@ def test_only_the_owning_team_and_admins_reach_the_group_operations(as_user, out
     assert client.get(reverse("group-dead-letters", args=[live_group.pk])).status_code == 200  # looking is open
 
 
+def test_a_member_applies_to_deliver_a_past_range_again_to_the_group(as_user, member, live_group, live_topic):
+    form = {"topic": live_topic.name, "begin": "2026-11-20T10:00:00", "end": "2026-11-20T09:00:00"}
+    url = reverse("group-redeliver", args=[live_group.pk])
+    assert "end" in as_user(member).post(url, form).context["form"].errors
+
+    as_user(member).post(url, {**form, "end": "2026-11-20T11:00:00", "reason": "the billing bug is fixed"})
+
+    applied = Application.objects.get()
+    assert applied.kind == ApplicationKind.REDELIVER_RANGE and applied.payload["topic"] == live_topic.name
+
+
 def test_pause_and_resume_are_applications_and_an_unknown_operation_is_not_found(as_user, member, live_group):
     client = as_user(member)
     client.post(reverse("group-operation", args=[live_group.pk, "pause"]), {"reason": "incident"})
@@ -254,11 +265,22 @@ def test_dead_letters_show_their_original_topic_and_id_and_a_selection_is_resent
         original.offset_msg_id,
     )
     assert message_url(cluster, dlq, letter.offset_msg_id) in page.content.decode()
+    shown = client.get(message_url(cluster, dlq, letter.offset_msg_id))  # %DLQ% travels in the URL as %25DLQ%25
+    assert shown.status_code == 200 and shown.context["fields"]["properties"]["RETRY_TOPIC"] == live_topic.name
+    assert shown.context["may_see_body"]  # the group's team reads its dead letters
     client.post(
         reverse("group-dead-letters-resend", args=[live_group.pk]), {"ids": [letter.offset_msg_id], "to": "origin"}
     )
     applied = Application.objects.get()
     assert applied.kind == ApplicationKind.DEAD_LETTER_RESEND and applied.payload["msg_ids"] == [letter.offset_msg_id]
+
+
+def test_malformed_dead_letter_ids_are_refused_before_anything_is_asked(as_user, member, live_group):
+    url = reverse("group-dead-letters-resend", args=[live_group.pk])
+    for ids in (["zz"], ["a\x00b"], []):
+        response = as_user(member).post(url, {"ids": ids, "to": "origin"})
+        assert response.status_code == 302 and response.url == reverse("group-dead-letters", args=[live_group.pk])
+    assert not Application.objects.exists()
 
 
 CPP_CONSUMER = r"""
@@ -267,7 +289,7 @@ from rocketmq.client import PushConsumer
 
 consumer = PushConsumer(sys.argv[1])
 consumer.set_namesrv_addr(sys.argv[2])
-consumer.subscribe(sys.argv[3], lambda message: None)
+consumer.subscribe(sys.argv[3], lambda message: None, sys.argv[4] if len(sys.argv) > 4 else "*")
 consumer.start()
 print("STARTED", flush=True)
 sys.stdin.readline()

@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from portal import access
 from portal.models import Application
+from portal.models.people import is_portal_admin
 from portal.services.applications import approve, submit
 
 
@@ -44,3 +45,13 @@ def act_directly(
         consumer_group=consumer_group,
     )
     return approve(application, by=admin_user, reason=str(_("Done directly by a portal admin.")))
+
+
+def file_or_act(user, kind, *, payload: dict, reason: str = "", team=None, **target) -> Application:
+    """File ``kind`` about ``target`` (``topic=`` or ``consumer_group=``) as an application for ``team`` (by
+    default the target's owning team), or carry it out at once for a portal admin."""
+    if is_portal_admin(user):
+        return act_directly(user, kind, team=team, payload=payload, reason=reason, **target)
+    if team is None:
+        team = next(entry.team for entry in target.values() if entry is not None)
+    return submit(user, kind=kind, team=team, cluster=None, payload=payload, reason=reason, **target)

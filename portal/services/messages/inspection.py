@@ -1,7 +1,8 @@
 """What the message pages read live from a cluster besides searches and single messages: a group's retry and dead
 letters, its clients' diagnostics and thread stacks, its broker-side settings; and a topic's two direct tools, the
 test message (the owning team and portal admins, audited) and the export of a time range (bodies only for those who
-may see them, audited). Every cluster error is a ClusterOperationError (``wire.cluster_admin``)."""
+may see them, audited). Every cluster error is a ClusterOperationError (``wire.cluster_admin``), as is a group the
+registry holds but the cluster does not."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from monitor.remoting import body as b
 from portal import access
 from portal.models import ConsumerGroup, Topic
 from portal.services import audit
+from portal.services.cluster_ops import ClusterOperationError
 from portal.services.messages.bodies import may_see_bodies
 from portal.services.messages.wire import cluster_admin
 
@@ -91,7 +93,10 @@ def group_settings(user, group: ConsumerGroup) -> b.SubscriptionGroupConfig:
     """The group's subscription-group config as the masters hold it."""
     _visible_group(user, group)
     with cluster_admin(group.cluster, _("Reading the settings of %(group)s") % {"group": group.name}) as admin:
-        return wire_groups.group_settings(admin, group.name)
+        try:
+            return wire_groups.group_settings(admin, group.name)
+        except LookupError as missing:  # the registry holds the group, the cluster does not (yet)
+            raise ClusterOperationError(str(missing)) from missing
 
 
 def send_test_message(user, topic: Topic, body: bytes, *, tags: str = "", keys=()) -> wire_send.SendResult:

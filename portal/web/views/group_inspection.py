@@ -16,13 +16,14 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 
 from portal import access
+from portal.inputs import MAX_CLIENT_ID_LENGTH, printable_or_empty
 from portal.models import ApplicationKind, ConsumerGroup
 from portal.models.people import is_portal_admin
 from portal.services.cluster_ops import ClusterOperationError
 from portal.services.messages import inspection
-from portal.web.client_diagnostics import describe
+from portal.services.messages.clients import describe
 from portal.web.entries import visible_entry
-from portal.web.message_forms import MAX_CLIENT_ID_LENGTH, DeadLetterResendForm, printable_or_empty
+from portal.web.message_forms import DeadLetterResendForm
 from portal.web.message_operations import apply_or_act
 
 DEAD_LETTER_KINDS = ("dlq", "retry")
@@ -51,7 +52,7 @@ def dead_letters(request, pk):
         "entries": entries,
         "error": error,
         "shown": DEAD_LETTERS_SHOWN,
-        "form": DeadLetterResendForm(message_ids=()),
+        "form": DeadLetterResendForm(),
         "can_resend": which == "dlq" and access.can_change(request.user, group),
         "acts_directly": is_portal_admin(request.user),
     }
@@ -65,7 +66,7 @@ def dead_letters_resend(request, pk):
     group = visible_entry(ConsumerGroup, request.user, pk)
     if not access.can_change(request.user, group):
         raise PermissionDenied
-    form = DeadLetterResendForm(request.POST, message_ids=request.POST.getlist("ids"))
+    form = DeadLetterResendForm(request.POST)
     if form.is_valid():
         data = form.cleaned_data
         payload = {"msg_ids": data["ids"], "to": data["to"]}

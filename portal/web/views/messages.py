@@ -7,6 +7,7 @@ Searching and reading messages need a login; who may see a body is ``portal.acce
 carried out at once (``act_directly``)."""
 
 import datetime as dt
+import functools
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -18,18 +19,21 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 
 from monitor.messages.present import body_views, message_fields
+from portal.inputs import message_id_or_404
 from portal.models import ApplicationKind, Cluster, MessageSearch, Subscription, Topic
 from portal.models.people import is_portal_admin
 from portal.services.cluster_ops import ClusterOperationError
 from portal.services.messages import bodies, searches
 from portal.web.entries import visible_entry
 from portal.web.forms import submitted
-from portal.web.message_forms import ResendForm, SearchForm, message_id_or_404
+from portal.web.message_forms import ResendForm, SearchForm
 from portal.web.message_operations import apply_or_act
 from portal.web.paging import PAGE_SIZE
 
 RECENT_SEARCHES = 20
 HEX_ROW_BYTES = 16
+# The hex dump shows at most this much of a body (a 4 MiB body would be a quarter of a million rows).
+HEX_SHOWN_BYTES = 64 * 1024
 
 
 def from_millis(millis: int) -> dt.datetime:
@@ -63,7 +67,9 @@ def message_search(request, pk):
             form.show_errors(error)
         else:
             return redirect("message-search-detail", search.pk)
-    recent = searches.visible_searches(request.user).filter(cluster=topic.cluster, topic_name=topic.name)
+    recent = searches.visible_searches(request.user).filter(
+        cluster=topic.cluster, topic_name=topic.name, requested_by=request.user
+    )
     context = {"topic": topic, "form": form, "recent": recent.order_by("-created_at")[:RECENT_SEARCHES]}
     return render(request, "portal/messages/search.html", context)
 
@@ -99,6 +105,19 @@ def message_search_cancel(request, pk):
     return redirect("message-search-detail", search.pk)
 
 
+def cluster_answers(view):
+    """A page that must read the cluster first: when it cannot be asked, say so (502) instead of failing."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except ClusterOperationError as error:
+            return render(request, "portal/messages/unavailable.html", {"error": str(error)}, status=502)
+
+    return wrapped
+
+
 def _message(request, cluster_pk, topic_name, msg_id):
     """The cluster, the message and whether the user may see its body; 404 for a malformed id or a message the
     cluster does not hold on that topic."""
@@ -131,6 +150,7 @@ def _resend_groups(cluster, topic_name) -> list[str]:
 
 @login_required
 @require_safe
+@cluster_answers
 def message_detail(request, cluster_pk, topic_name, msg_id):
     cluster, msg, may_see_body = _message(request, cluster_pk, topic_name, msg_id)
     topic = Topic.objects.filter(cluster=cluster, name=topic_name).first()
@@ -150,7 +170,8 @@ def message_detail(request, cluster_pk, topic_name, msg_id):
         "properties": sorted(msg.properties.items()),
         "may_see_body": may_see_body,
         "body": views,
-        "hex": hex_rows(msg.body) if may_see_body else [],
+        "hex": hex_rows(msg.body[:HEX_SHOWN_BYTES]) if may_see_body else [],
+        "hex_cut": may_see_body and len(msg.body) > HEX_SHOWN_BYTES,
         "tracks": tracks,
         "tracks_error": tracks_error,
         "resend_form": ResendForm(groups=_resend_groups(cluster, topic_name)) if topic else None,
@@ -161,6 +182,7 @@ def message_detail(request, cluster_pk, topic_name, msg_id):
 
 @login_required
 @require_POST
+@cluster_answers
 def message_resend(request, cluster_pk, topic_name, msg_id):
     """Apply for a resend of the message (to its topic or a group's retry topic); an admin's is done at once."""
     cluster, msg, _may_see_body = _message(request, cluster_pk, topic_name, msg_id)

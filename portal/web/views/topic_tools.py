@@ -8,14 +8,13 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from portal import access
+from portal.inputs import EXPORT_CONTENT_TYPES
 from portal.models import Topic
 from portal.services.cluster_ops import ClusterOperationError
 from portal.services.messages import inspection
 from portal.web.entries import visible_entry
 from portal.web.forms import submitted
 from portal.web.message_forms import ExportForm, TestMessageForm
-
-EXPORT_CONTENT_TYPES = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
 
 
 @login_required

@@ -10,12 +10,14 @@ from portal.api.application_serializers import (
     ApplicationSerializer,
     ApplicationSubmissionSerializer,
     DecisionSerializer,
+    OperationItemSerializer,
 )
 from portal.api.errors import field_errors
 from portal.api.views.base import ServiceViewSet
 from portal.filters import ApplicationFilterSet
 from portal.models import Application
 from portal.services import applications
+from portal.services.messages import operations
 
 TOPIC_WITH_GROUPS = OpenApiExample(
     "A new topic with two consumer groups",
@@ -97,3 +99,27 @@ class ApplicationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Servi
     def cancel(self, request, pk=None):
         """Withdraw a pending application: the applicant only (403 for anyone else; a portal admin rejects)."""
         return self.rendered(applications.cancel(self.get_object(), by=request.user))
+
+    @extend_schema(responses=OperationItemSerializer(many=True))
+    @action(detail=True, methods=["get"], filter_backends=[])
+    def items(self, request, pk=None):
+        """A message operation's messages in order, a page at a time, each with its state and its copy's message
+        id once sent (empty for other applications, and before approval)."""
+        page = self.paginate_queryset(self.get_object().message_items.order_by("index"))
+        return self.get_paginated_response(OperationItemSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=None,
+        responses={
+            202: ApplicationSerializer,
+            400: OpenApiResponse(description="Not an approved message operation, or a run is still at it."),
+            403: OpenApiResponse(description="Only portal admins run an operation again."),
+        },
+    )
+    @action(detail=True, methods=["post"], url_path="run-again")
+    def run_again(self, request, pk=None):
+        """Send what an approved message operation failed to send, or what a stalled run left (portal admins;
+        audited). Runs in the background; nothing already sent is sent again. Poll ``operation_progress``."""
+        application = self.get_object()
+        operations.run_operation_again(request.user, application)
+        return self.rendered(application, status.HTTP_202_ACCEPTED)

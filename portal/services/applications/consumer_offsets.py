@@ -25,6 +25,7 @@ from portal.services.applications.operation_checks import (
     record_operation,
 )
 from portal.services.messages.wire import cluster_admin
+from stats.keys import retry_topic
 
 
 def _clean_queue(value, errors: Errors) -> dict | None:
@@ -68,18 +69,33 @@ def preview(cluster, group_name: str, payload: dict) -> list[wire_offsets.QueueR
         return wire_offsets.preview_reset(admin, group_name, payload["topic"], wire_point(payload["when"]), queue=queue)
 
 
+def _outcome(outcome: wire_offsets.ResetOutcome, before: list[wire_offsets.QueueResetPreview]) -> dict:
+    """The reset as stored in ``payload["outcome"]``: ``online``, ``cplus`` and per queue the offset it moved the
+    group to, with ``previous_offset``, where the group was just before (None: no committed offset), so the
+    application's page says how far it moved and an operator can move it back."""
+    previous = {(row.broker_name, row.queue_id): row.current_offset for row in before}
+    stored = dataclasses.asdict(outcome)
+    for queue in stored["queues"]:
+        queue["previous_offset"] = previous.get((queue["broker_name"], queue["queue_id"]))
+    return stored
+
+
 def act_reset(application: Application, payload: dict) -> None:
     group, topic = application.consumer_group.name, payload["topic"]
     queue = wire_queue(topic, payload["queue"])
+    point = wire_point(payload["when"])
     with cluster_admin(application.cluster, _("Resetting consumer offsets")) as admin:
-        outcome = wire_offsets.apply_reset(admin, group, topic, wire_point(payload["when"]), queue=queue)
-    payload["outcome"] = dataclasses.asdict(outcome)
+        before = wire_offsets.preview_reset(admin, group, topic, point, queue=queue)
+        outcome = wire_offsets.apply_reset(admin, group, topic, point, queue=queue)
+    payload["outcome"] = _outcome(outcome, before)
 
 
 def act_skip_retry_backlog(application: Application, payload: dict) -> None:
+    group = application.consumer_group.name
     with cluster_admin(application.cluster, _("Skipping the retry backlog")) as admin:
-        outcome = wire_offsets.skip_retry_backlog(admin, application.consumer_group.name)
-    payload["outcome"] = dataclasses.asdict(outcome)
+        before = wire_offsets.preview_reset(admin, group, retry_topic(group), wire_offsets.NEWEST)
+        outcome = wire_offsets.skip_retry_backlog(admin, group)
+    payload["outcome"] = _outcome(outcome, before)
 
 
 record_reset = record_operation("consumergroup.offsets_reset")

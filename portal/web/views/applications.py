@@ -7,6 +7,7 @@ service decides whether the applicant may ask at all (PermissionDenied -> 403)."
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
@@ -15,6 +16,7 @@ from portal import access
 from portal.filters import ApplicationFilterSet
 from portal.models import Application, ApplicationKind, ConsumerGroup, ProducerGroup, Topic
 from portal.services import applications
+from portal.services.messages import operations
 from portal.web.display import describe_payload, topic_names
 from portal.web.entries import visible_entry
 from portal.web.forms import (
@@ -29,6 +31,7 @@ from portal.web.forms import (
     applicable_teams,
     submitted,
 )
+from portal.web.operation_display import MESSAGE_KINDS, operation_view, progress_status
 from portal.web.paging import filtered_page
 
 
@@ -220,8 +223,33 @@ def application_detail(request, pk):
         "asked": describe_payload(application, topic_names([application])),
         "can_cancel": access.can_cancel(request.user, application),
         "can_decide": access.can_decide(request.user, application),
+        "operation": operation_view(request, application),
     }
     return render(request, "portal/application_detail.html", context)
+
+
+@login_required
+@require_safe
+def application_progress(request, pk):
+    """A message operation's progress as JSON, polled by its page while it runs (404 for other applications)."""
+    application = _visible_application(request.user, pk)
+    if application.kind not in MESSAGE_KINDS:
+        raise Http404
+    return JsonResponse(progress_status(application))
+
+
+@login_required
+@require_POST
+def application_run_again(request, pk):
+    """A portal admin sends what a message operation failed to send, or what a stalled run left."""
+    application = _visible_application(request.user, pk)
+    try:
+        operations.run_operation_again(request.user, application)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, _("The operation runs again: it sends only what is not sent yet."))
+    return redirect("application-detail", application.pk)
 
 
 @login_required

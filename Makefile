@@ -11,7 +11,10 @@ STAMP := $(VENV)/.requirements.stamp
 # runs its own sshd as a plain process; on a machine run by systemd the package also starts the system's sshd),
 # Chromium for the page tests in a real browser (Playwright drives /usr/bin/chromium; never `playwright install`).
 # Java 17 with javac and Maven run the real RocketMQ servers (`make rocketmq`) and the Java side of the benchmarks.
-DEBIAN_PACKAGES := redis-server postgresql gettext openssh-server chromium openjdk-17-jdk-headless maven python3.11-venv
+# Prometheus gives promtool (docs/prometheus checks) and the server the /metrics integration test runs as a process.
+# Alertmanager is the real one the Alertmanager warning channel's test posts to (run as a plain process).
+DEBIAN_PACKAGES := redis-server postgresql gettext openssh-server chromium openjdk-17-jdk-headless maven python3.11-venv prometheus \
+	prometheus-alertmanager
 # The Python the venv is built from: the first of these that has the standard modules the project needs (a
 # Python built without sqlite3 or ssl, as some pyenv builds are, is skipped for Debian's python3.11).
 VENV_PYTHON := $(shell for p in python3.11 python3 /usr/bin/python3.11; do \

@@ -62,9 +62,9 @@ def can_change(user, entry) -> bool:
     return is_portal_admin(user) or (entry.team_id is not None and entry.team_id in team_ids(user))
 
 
-def can_manage_producer_tokens(user, group) -> bool:
-    """Issue and revoke the tokens a producer group's clients report their sends with, and see the list of them:
-    the group's owning team (any member) and portal admins."""
+def can_manage_client_tokens(user, group) -> bool:
+    """Issue and revoke the tokens a producer or consumer group's SDK clients talk to the portal with, and see the
+    list of them: the group's owning team (any member) and portal admins."""
     return can_change(user, group)
 
 

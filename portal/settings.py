@@ -244,6 +244,8 @@ PROBE_ATTEMPTS = env_int("PROBE_ATTEMPTS", 3)
 # A queue is recorded as blocked when its client has consumed nothing there for this long while messages wait (the
 # client_blocked warning default; per-group warning thresholds apply on top and cannot go below it).
 CONSUMER_BLOCKED_SECONDS = env_int("CONSUMER_BLOCKED_SECONDS", 10)
+# A message's trace marks a send or a consume attempt that took at least this long as slow.
+TRACE_SLOW_LEG_MS = env_int("TRACE_SLOW_LEG_MS", 1000)
 # Minute data (traffic, consumer progress, clients, probes, offset events) is kept this many days.
 MINUTE_RETENTION_DAYS = env_int("MINUTE_RETENTION_DAYS", 7)
 
@@ -286,6 +288,9 @@ WARNING_WEBHOOK_TIMEOUT = env_int("WARNING_WEBHOOK_TIMEOUT", 10)
 # Webhooks never reach loopback, private, link-local or other internal addresses (portal.services.outbound) except
 # in these networks (comma-separated CIDRs), e.g. an in-house chat relay on 10.1.2.0/24.
 WEBHOOK_ALLOWED_NETWORKS = env_networks("WEBHOOK_ALLOWED_NETWORKS", [])
+# Prometheus servers that may scrape /metrics without a scrape token (comma-separated CIDRs; empty: a token is
+# required, portal.services.metrics.access). Issue tokens with `manage.py metricstoken issue`.
+METRICS_ALLOWED_NETWORKS = env_networks("METRICS_ALLOWED_NETWORKS", [])
 # Channel tests ("send a test" on the channels page and the API) a user may send per minute.
 WARNING_CHANNEL_TESTS_PER_MINUTE = env_int("WARNING_CHANNEL_TESTS_PER_MINUTE", 5)
 WARNING_CHANNEL_MAX_FAILURES = env_int("WARNING_CHANNEL_MAX_FAILURES", 5)

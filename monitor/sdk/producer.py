@@ -40,6 +40,8 @@ from rocketmq.exceptions import (
 from rocketmq.ffi import QUEUE_SELECTOR_CALLBACK, SEND_EXCEPTION_CALLBACK, SEND_SUCCESS_CALLBACK, _CStatus, dll
 
 from monitor.remoting.acl import AclCredentials
+from monitor.sdk.bootstrap import Bootstrap
+from monitor.sdk.portal_client import PortalClient
 from monitor.sdk.recorder import Recorder
 from monitor.sdk.reporter import DEFAULT_MAX_BACKLOG, Reporter, client_address
 from monitor.sdk.routes import NoRoute, QueueBrokers, RouteTable
@@ -105,9 +107,10 @@ class Producer(rmq.Producer):
     The constructor takes the client's arguments, then: ``portal_url`` and ``token`` or ``token_file`` (a file
     holding the token, read at every report; default: the MQCLOUD_PORTAL_URL, MQCLOUD_PRODUCER_TOKEN and
     MQCLOUD_PRODUCER_TOKEN_FILE environment variables; without a URL and a token nothing is reported, sends are
-    still recorded for listeners), ``topics`` (checked for registration and routed at start), ``max_backlog``
-    (reports kept while the portal is unreachable), ``flush_timeout`` (seconds shutdown() spends reporting the
-    last minute) and ``route_timeout`` (seconds for reading a route from the name servers)."""
+    still recorded for listeners; with them and no name server address, start() asks the portal for the
+    cluster's), ``topics`` (checked for registration and routed at start), ``max_backlog`` (reports kept while the
+    portal is unreachable), ``flush_timeout`` (seconds shutdown() spends reporting the last minute) and
+    ``route_timeout`` (seconds for reading a route from the name servers)."""
 
     def __init__(
         self,
@@ -180,8 +183,14 @@ class Producer(rmq.Producer):
     # --- lifecycle -------------------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        if not self._namesrv_addrs and self._portal_url and (self._token or self._token_file):
+            portal = PortalClient(self._portal_url, scheme="Producer", token=self._token, token_file=self._token_file)
+            self.set_namesrv_addr(Bootstrap(portal).fetch()["namesrv_addr"])
         if not self._namesrv_addrs:
-            raise ValueError("set the name server addresses (set_namesrv_addr) before starting the producer")
+            raise ValueError(
+                "set the name server addresses (set_namesrv_addr, NAMESRV_ADDR) or the portal's URL and a token "
+                "before starting the producer"
+            )
         super().start()
         self._routes = RouteTable(self._namesrv_addrs, acl=self._acl, timeout=self._route_timeout)
         self._routes.start()
@@ -193,7 +202,7 @@ class Producer(rmq.Producer):
                 portal_url=self._portal_url,
                 token=self._token,
                 token_file=self._token_file,
-                producer_group=lambda: self._group,
+                group=lambda: self._group,
                 client_id=self.client_id,
                 client_addr=address,
                 max_backlog=self._max_backlog,

@@ -1,4 +1,6 @@
-"""The background reporter: every minute, one report per (client, producer group, topic) to the portal.
+"""The background reporter: every minute, one report per (client, group, topic) to the portal, for producers (their
+sends) and consumers (their consumption; :data:`monitor.sdk.consumer.CONSUMER_REPORTS`) alike: a :class:`ReportKind`
+says where reports go and how one looks.
 
 It runs in its own daemon thread and touches the send path only through :meth:`Recorder.take`, so a slow or
 unreachable portal never blocks or slows a send, and nothing it meets is raised into the application (problems are
@@ -7,12 +9,12 @@ logged on the ``monitor.sdk`` logger). Reports wait in a bounded backlog (oldest
 What the portal refuses is not retried: reports it rejects one by one (400 with errors per report index) are
 dropped and the rest of the batch sent again; a batch too large for it (413) is sent again in halves; a batch
 rejected whole (401 unknown or revoked token, 403 another group's token, any other 4xx) is dropped with an error
-logged. The wire format is the portal's
-``POST /api/v1/producer-reports/`` (docs/sdk.md).
+logged. The wire formats are the portal's ``POST /api/v1/producer-reports/`` and ``/consumer-reports/``
+(docs/sdk.md).
 
-At start, and for each topic seen later, the reporter asks the portal whether the producer group is registered
-for the topic (``GET /api/v1/producer-reports/registration/?topic=``) and logs a warning if not, as MQCloud's
-client checks at startup. On stop it takes every minute, the current one included, and makes a last delivery
+For producers, at start and for each topic seen later, the reporter asks the portal whether the producer group is
+registered for the topic (``GET /api/v1/producer-reports/registration/?topic=``) and logs a warning if not, as
+MQCloud's client checks at startup. On stop it takes every minute, the current one included, and makes a last delivery
 attempt bounded by ``flush_timeout``.
 """
 
@@ -20,23 +22,21 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
-import json
 import logging
 import random
 import socket
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
+from monitor.sdk.portal_client import REQUEST_TIMEOUT, PortalClient, Rejected, TooLarge, Transient
 from monitor.sdk.recorder import MinuteStats, Recorder
 
 log = logging.getLogger("monitor.sdk")
 
-REPORTS_PATH = "/api/v1/producer-reports/"
 REGISTRATION_PATH = "/api/v1/producer-reports/registration/"
 MAX_BATCH = 1000  # the portal's limit per request
 DEFAULT_MAX_BACKLOG = 10_000  # reports; a producer of 10 topics on 4 brokers keeps about 16 hours
@@ -46,23 +46,33 @@ INTERVAL = 60.0
 REPORT_DELAY_SHARE = 1 / 30
 BACKOFF_MIN = 5.0
 BACKOFF_MAX = 300.0
-REQUEST_TIMEOUT = 10.0
 
 
-class _Transient(Exception):
-    """The portal could not be reached or asked us to come back later: keep the reports and retry."""
+@dataclass(frozen=True)
+class ReportKind:
+    """What a reporter reports: ``noun`` (for log lines), the token's ``scheme``, the endpoint's ``path``, where to
+    check a topic's registration (None: no check), and ``build(stats, group, client_id, client_addr)`` making one
+    report of a minute's statistics of one topic."""
+
+    noun: str
+    scheme: str
+    path: str
+    registration_path: str | None
+    build: Callable[[MinuteStats, str, str, str], dict]
 
 
-class _TooLarge(Exception):
-    """The portal refused the request's size (413): the same reports, sent in smaller batches, are accepted."""
+def _producer_report(stats: MinuteStats, group: str, client_id: str, client_addr: str) -> dict:
+    return {
+        "minute": minute_text(stats.minute),
+        "client_id": client_id,
+        "client_addr": client_addr,
+        "producer_group": group,
+        "topic": stats.topic,
+        "brokers": [cell.to_report(name) for name, cell in sorted(stats.brokers.items())],
+    }
 
 
-class _Rejected(Exception):
-    """The portal refused the request: retrying it would fail the same way. ``details``: its JSON answer."""
-
-    def __init__(self, message: str, details: object = None):
-        super().__init__(message)
-        self.details = details
+PRODUCER_REPORTS = ReportKind("producer", "Producer", "/api/v1/producer-reports/", REGISTRATION_PATH, _producer_report)
 
 
 def client_address(namesrv_addrs: str) -> str:
@@ -88,21 +98,22 @@ class Reporter:
         portal_url: str,
         token: str | None = None,
         token_file: Path | None = None,
-        producer_group: Callable[[], str],
+        group: Callable[[], str],
         client_id: str,
         client_addr: str,
         max_backlog: int = DEFAULT_MAX_BACKLOG,
         interval: float = INTERVAL,
         request_timeout: float = REQUEST_TIMEOUT,
         backoff_min: float = BACKOFF_MIN,
+        kind: ReportKind = PRODUCER_REPORTS,
     ):
         self._recorder = recorder
-        self._base = portal_url.rstrip("/")
-        if (token is None) == (token_file is None):
-            raise ValueError("give the reporter a token or a token file")
-        self._token = token
-        self._token_file = token_file
-        self._group = producer_group
+        self._kind = kind
+        self._portal = PortalClient(
+            portal_url, scheme=kind.scheme, token=token, token_file=token_file, request_timeout=request_timeout
+        )
+        self._base = self._portal.base
+        self._group = group
         self._client_id = client_id
         self._client_addr = client_addr
         self._interval = interval
@@ -147,12 +158,16 @@ class Reporter:
         if lost:
             self.dropped += lost
             log.warning(
-                "producer stopped with %d reports the portal at %s did not take; they are lost", lost, self._base
+                "%s stopped with %d reports the portal at %s did not take; they are lost",
+                self._kind.noun,
+                lost,
+                self._base,
             )
 
     def check_registration(self, topic: str) -> None:
         """Ask the portal (from the reporter thread) whether the group is registered for ``topic``, once."""
-        if topic in self._checked:  # every send asks: answer without the lock once the topic is known
+        # Every send asks: answer without the lock once the topic is known.
+        if self._kind.registration_path is None or topic in self._checked:
             return
         with self._lock:
             if topic in self._checked:
@@ -184,7 +199,7 @@ class Reporter:
                     self._enqueue(self._recorder.take())
                 self._deliver()
             except Exception:  # a bug here must not kill reporting for the life of the application
-                log.exception("producer report cycle failed; trying again next minute")
+                log.exception("%s report cycle failed; trying again next minute", self._kind.noun)
 
     def _next_report_time(self) -> float:
         now = time.time()
@@ -198,11 +213,11 @@ class Reporter:
                 return
             query = urllib.parse.urlencode({"topic": topic})
             try:
-                answer = self._request("GET", f"{REGISTRATION_PATH}?{query}")
-            except (_Transient, _Rejected) as error:
+                answer = self._portal.request("GET", f"{self._kind.registration_path}?{query}")
+            except (Transient, Rejected) as error:
                 log.warning("could not check at %s whether producer group %s may send to topic %s: %s",
                             self._base, self._group(), topic, error)  # fmt: skip
-                if isinstance(error, _Transient):  # ask again at the next report
+                if isinstance(error, Transient):  # ask again at the next report
                     with self._lock:
                         self._to_check.append(topic)
                 continue
@@ -219,17 +234,7 @@ class Reporter:
 
     def _enqueue(self, minutes: list[MinuteStats]) -> None:
         group = self._group()
-        reports = [
-            {
-                "minute": minute_text(stats.minute),
-                "client_id": self._client_id,
-                "client_addr": self._client_addr,
-                "producer_group": group,
-                "topic": stats.topic,
-                "brokers": [cell.to_report(name) for name, cell in sorted(stats.brokers.items())],
-            }
-            for stats in minutes
-        ]
+        reports = [self._kind.build(stats, group, self._client_id, self._client_addr) for stats in minutes]
         with self._lock:
             self._backlog.extend(reports)
             overflow = len(self._backlog) - self._max_backlog
@@ -237,7 +242,12 @@ class Reporter:
                 self._backlog.popleft()
         if overflow > 0:
             self.dropped += overflow
-            log.warning("the portal at %s is unreachable: dropped the %d oldest producer reports", self._base, overflow)
+            log.warning(
+                "the portal at %s is unreachable: dropped the %d oldest %s reports",
+                self._base,
+                overflow,
+                self._kind.noun,
+            )
 
     def _deliver(self, deadline: float | None = None) -> None:
         """Send the backlog in batches until it is empty, the portal fails (retry later) or ``deadline`` passes."""
@@ -250,32 +260,35 @@ class Reporter:
                 batch = [self._backlog[i] for i in range(min(self._batch_limit, len(self._backlog)))]
             timeout = self._request_timeout if deadline is None else max(0.1, deadline - time.monotonic())
             try:
-                self._request("POST", REPORTS_PATH, {"reports": batch}, timeout=timeout)
-            except _Transient as error:
+                self._portal.request("POST", self._kind.path, {"reports": batch}, timeout=timeout)
+            except Transient as error:
                 self.failed_deliveries += 1
                 self._backoff = min(BACKOFF_MAX, max(self._backoff_min, self._backoff * 2))
                 self._retry_at = time.monotonic() + self._backoff * random.uniform(0.8, 1.2)
                 log.warning(
-                    "could not deliver %d producer reports to %s (%s); retrying in %.1f s",
+                    "could not deliver %d %s reports to %s (%s); retrying in %.1f s",
                     len(self._backlog),
+                    self._kind.noun,
                     self._base,
                     error,
                     self._backoff,
                 )
                 return
-            except _TooLarge:
+            except TooLarge:
                 if len(batch) > 1:
                     self._batch_limit = max(1, len(batch) // 2)
                     continue
                 self._remove(batch)
                 self.dropped += 1
-                log.error("the portal at %s refused a producer report as too large", self._base)
+                log.error("the portal at %s refused a %s report as too large", self._base, self._kind.noun)
                 continue
-            except _Rejected as error:
+            except Rejected as error:
                 refused = [batch[i] for i in self._refused_indexes(error.details, len(batch))]
                 self._remove(refused)
                 self.dropped += len(refused)
-                log.error("the portal at %s refused %d producer reports: %s", self._base, len(refused), error)
+                log.error(
+                    "the portal at %s refused %d %s reports: %s", self._base, len(refused), self._kind.noun, error
+                )
                 continue
             self._remove(batch)
             self.delivered += len(batch)
@@ -294,36 +307,3 @@ class Reporter:
         gone = {id(report) for report in reports}
         with self._lock:
             self._backlog = collections.deque(report for report in self._backlog if id(report) not in gone)
-
-    def _read_token(self) -> str:
-        """The token, read from its file on every request when it has one (so it may appear or change later)."""
-        if self._token_file is None:
-            return self._token
-        try:
-            token = self._token_file.read_text().strip()
-        except OSError as error:
-            raise _Transient(f"cannot read the token file {self._token_file}: {error.strerror}") from None
-        if not token:
-            raise _Transient(f"the token file {self._token_file} is empty")
-        return token
-
-    def _request(self, method: str, path: str, body: dict | None = None, *, timeout: float | None = None) -> dict:
-        data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
-        headers = {"Authorization": f"Producer {self._read_token()}", "Content-Type": "application/json"}
-        request = urllib.request.Request(self._base + path, data=data, headers=headers, method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=timeout or self._request_timeout) as response:
-                return json.loads(response.read() or b"{}")
-        except urllib.error.HTTPError as error:
-            text = error.read()[:2000].decode(errors="replace")
-            if error.code == 429 or error.code >= 500:
-                raise _Transient(f"HTTP {error.code}") from None
-            if error.code == 413:
-                raise _TooLarge() from None
-            try:
-                details = json.loads(text)
-            except ValueError:
-                details = None
-            raise _Rejected(f"HTTP {error.code}: {text}", details) from None
-        except (OSError, ValueError) as error:  # refused, unreachable, timed out, reset, a garbled answer
-            raise _Transient(str(error) or type(error).__name__) from None

@@ -1,9 +1,11 @@
 """How API callers authenticate besides the login session: people with their personal token
-(``Authorization: Token <key>``, which expires; :mod:`portal.services.api_tokens`) and producers (the SDK) with their
-producer group's token (``Authorization: Producer <token>``).
+(``Authorization: Token <key>``, which expires; :mod:`portal.services.api_tokens`) and SDK clients with their
+producer group's token (``Authorization: Producer <token>``) or consumer group's token (``Authorization: Consumer
+<token>``).
 
-Users never authenticate with a producer token, and producer tokens authenticate nothing else: the report
-endpoints accept only this scheme, so a request without it is answered 401 with ``WWW-Authenticate: Producer``. The
+Users never authenticate with a client token, and client tokens authenticate nothing else: the report
+endpoints accept only their scheme, so a request without it is answered 401 with ``WWW-Authenticate: Producer``
+(or ``Consumer``). The
 token becomes ``request.auth`` (the user stays anonymous); :class:`HasProducerToken` requires it.
 """
 
@@ -14,10 +16,12 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.permissions import BasePermission
 
-from portal.models import ProducerToken
-from portal.services import api_tokens, producer_tokens
+from portal.models import ConsumerToken, ProducerToken
+from portal.models.client_tokens import ClientToken
+from portal.services import api_tokens, consumer_tokens, producer_tokens
 
 KEYWORD = "Producer"
+CONSUMER_KEYWORD = "Consumer"
 
 
 class ExpiringTokenAuthentication(authentication.TokenAuthentication):
@@ -38,25 +42,54 @@ class ExpiringTokenAuthentication(authentication.TokenAuthentication):
         return user, token
 
 
-class ProducerTokenAuthentication(authentication.BaseAuthentication):
+class _ClientTokenAuthentication(authentication.BaseAuthentication):
+    """``Authorization: <keyword> <token>`` for one kind of client token (the subclasses below)."""
+
+    keyword = ""
+    authenticate_token = staticmethod(lambda secret: None)
+
     def authenticate(self, request):
         parts = authentication.get_authorization_header(request).split()
-        if not parts or parts[0].decode(errors="replace") != KEYWORD:
+        if not parts or parts[0].decode(errors="replace") != self.keyword:
             return None
         if len(parts) != 2:
-            raise exceptions.AuthenticationFailed(_("Expected the header Authorization: Producer <token>."))
-        token = producer_tokens.authenticate(parts[1].decode(errors="replace"))
+            raise exceptions.AuthenticationFailed(
+                _("Expected the header Authorization: %(keyword)s <token>.") % {"keyword": self.keyword}
+            )
+        token = self.authenticate_token(parts[1].decode(errors="replace"))
         if token is None:
-            raise exceptions.AuthenticationFailed(_("Unknown or revoked producer token."))
+            raise exceptions.AuthenticationFailed(
+                _("Unknown or revoked %(kind)s token.") % {"kind": self.keyword.lower()}
+            )
         return AnonymousUser(), token
 
     def authenticate_header(self, request) -> str:
-        return KEYWORD
+        return self.keyword
+
+
+class ProducerTokenAuthentication(_ClientTokenAuthentication):
+    keyword = KEYWORD
+    authenticate_token = staticmethod(producer_tokens.authenticate)
+
+
+class ConsumerTokenAuthentication(_ClientTokenAuthentication):
+    keyword = CONSUMER_KEYWORD
+    authenticate_token = staticmethod(consumer_tokens.authenticate)
 
 
 class HasProducerToken(BasePermission):
     def has_permission(self, request, view) -> bool:
         return isinstance(request.auth, ProducerToken)
+
+
+class HasConsumerToken(BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.auth, ConsumerToken)
+
+
+class HasClientToken(BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.auth, ClientToken)
 
 
 class ProducerTokenScheme(OpenApiAuthenticationExtension):
@@ -71,4 +104,17 @@ class ProducerTokenScheme(OpenApiAuthenticationExtension):
             "in": "header",
             "name": "Authorization",
             "description": "A producer group's token, issued on the group's page: `Producer <token>`.",
+        }
+
+
+class ConsumerTokenScheme(OpenApiAuthenticationExtension):
+    target_class = ConsumerTokenAuthentication
+    name = "consumerTokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "A consumer group's token, issued on the group's page: `Consumer <token>`.",
         }

@@ -1,19 +1,19 @@
 """The API's request rates (REST_FRAMEWORK's DEFAULT_THROTTLE_RATES): ``user`` per signed-in user, ``anon`` per
 address for everyone else. Over the rate DRF answers 429 with Retry-After.
 
-Machine credentials are exempt: a producer group's clients report with its token (``request.auth`` is the
-ProducerToken while the user stays anonymous), thousands of reports a second across a fleet that may sit behind one
-address; their endpoints accept nothing else, and the owning team revokes a misbehaving token.
+Machine credentials are exempt: a producer or consumer group's SDK clients report with its token (``request.auth``
+is the ProducerToken or ConsumerToken while the user stays anonymous), thousands of reports a second across a fleet
+that may sit behind one address; their endpoints accept nothing else, and the owning team revokes a misbehaving token.
 """
 
 from django.core.cache import caches
 from rest_framework import throttling
 
-from portal.models import ProducerToken
+from portal.models.client_tokens import ClientToken
 
 
 def is_machine_credential(auth) -> bool:
-    return isinstance(auth, ProducerToken)
+    return isinstance(auth, ClientToken)
 
 
 class UserRateThrottle(throttling.UserRateThrottle):

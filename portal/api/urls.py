@@ -8,6 +8,7 @@ from rest_framework.routers import SimpleRouter
 from portal.api.views.applications import ApplicationViewSet
 from portal.api.views.audit import AuditEntryViewSet
 from portal.api.views.clusters import BrokerViewSet, ClusterViewSet
+from portal.api.views.consumers import ClientBootstrapView, ConsumerReportView
 from portal.api.views.messages import (
     GroupMessagesViewSet,
     MessageOperationViewSet,
@@ -19,6 +20,13 @@ from portal.api.views.people import NotificationViewSet, TeamViewSet
 from portal.api.views.producers import ProducerRegistrationView, ProducerReportView
 from portal.api.views.rankings import RankingViewSet
 from portal.api.views.registry import ConsumerGroupViewSet, ProducerGroupViewSet, TopicViewSet
+from portal.api.views.timeseries import (
+    BrokerSeriesView,
+    ClusterSeriesView,
+    ConsumerGroupSeriesView,
+    ServerSeriesView,
+    TopicSeriesView,
+)
 from portal.api.views.tokens import TokenRotateView, TokenView
 from portal.api.views.warnings import ChannelViewSet, MuteViewSet, SubscriptionViewSet, WarningViewSet
 
@@ -51,8 +59,14 @@ urlpatterns = [
     path("v1/", include(router.urls)),
     path(MESSAGE, MessageViewSet.as_view({"get": "retrieve"}), name="message-detail"),
     path(MESSAGE + "tracks/", MessageViewSet.as_view({"get": "tracks"}), name="message-tracks"),
+    path(MESSAGE + "trace/", MessageViewSet.as_view({"get": "trace"}), name="message-trace"),
     path(MESSAGE + "resend/", MessageViewSet.as_view({"post": "resend"}), name="message-resend"),
     # The token view takes the API's parsers (portal/api/parsers.py) and throttles, not DRF's own (views/tokens.py).
+    path("v1/topics/<int:pk>/series/", TopicSeriesView.as_view(), name="topic-series"),
+    path("v1/consumer-groups/<int:pk>/series/", ConsumerGroupSeriesView.as_view(), name="consumer-group-series"),
+    path("v1/brokers/<int:pk>/series/", BrokerSeriesView.as_view(), name="broker-series"),
+    path("v1/clusters/<int:pk>/series/", ClusterSeriesView.as_view(), name="cluster-series"),
+    path("v1/servers/<str:host>/series/", ServerSeriesView.as_view(), name="server-series"),
     path("v1/auth/token/", TokenView.as_view(), name="token"),
     path("v1/auth/token/rotate/", TokenRotateView.as_view(), name="token-rotate"),
     path("v1/producer-reports/", ProducerReportView.as_view(), name="producer-reports"),
@@ -61,6 +75,8 @@ urlpatterns = [
         ProducerRegistrationView.as_view(),
         name="producer-registration",
     ),
+    path("v1/consumer-reports/", ConsumerReportView.as_view(), name="consumer-reports"),
+    path("v1/client-bootstrap/", ClientBootstrapView.as_view(), name="client-bootstrap"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI's settings come as a script of their own (?script), not inline: the Content-Security-Policy
     # allows scripts from this site only.

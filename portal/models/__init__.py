@@ -1,5 +1,6 @@
 from portal.models.applications import Application, ApplicationKind, ApplicationState
 from portal.models.audit import AuditEntry
+from portal.models.client_tokens import ConsumerToken
 from portal.models.cluster import Broker, BrokerRole, Cluster, NameServer
 from portal.models.messages import (
     MessageOperationItem,
@@ -9,6 +10,7 @@ from portal.models.messages import (
     SearchKind,
     SearchState,
 )
+from portal.models.metrics import MetricsScrapeToken
 from portal.models.notifications import Notification
 from portal.models.people import Membership, Team, TeamRole, UserProfile
 from portal.models.producers import ProducerToken
@@ -53,6 +55,7 @@ __all__ = [
     "ChannelKind",
     "Cluster",
     "ConsumerGroup",
+    "ConsumerToken",
     "Delivery",
     "DeliveryStatus",
     "Membership",
@@ -60,6 +63,7 @@ __all__ = [
     "MessageOperationItem",
     "MessageSearch",
     "MessageSearchHit",
+    "MetricsScrapeToken",
     "Mute",
     "NameServer",
     "Notification",

@@ -4,7 +4,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from portal.models.crypto import EncryptedTextField
-from portal.models.validation import TRACE_TOPIC
+from portal.models.validation import TRACE_TOPIC, validate_trace_topic_name
 
 
 class Cluster(models.Model):
@@ -15,7 +15,14 @@ class Cluster(models.Model):
     description = models.TextField(_("description"), blank=True)
     acl_access_key = models.CharField(_("ACL access key"), max_length=128, blank=True)
     acl_secret_key = EncryptedTextField(_("ACL secret key"), blank=True)
-    trace_topic = models.CharField(_("trace topic"), max_length=127, default=TRACE_TOPIC)
+    # Where this cluster's tracing clients write their trace records; the message pages read traces from it.
+    trace_topic = models.CharField(
+        _("trace topic"),
+        max_length=127,
+        default=TRACE_TOPIC,
+        validators=[validate_trace_topic_name],
+        help_text=_("The topic tracing clients write to: RMQ_SYS_TRACE_TOPIC, or the custom trace topic they are given."),
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     last_synced_at = models.DateTimeField(_("last synced at"), null=True, blank=True)
     last_sync_error = models.TextField(_("last sync error"), blank=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -120,6 +121,17 @@ class ConsumerGroup(RegistryEntry):
         _("message model"), max_length=16, choices=MessageModel.choices, default=MessageModel.CLUSTERING
     )
     topics = models.ManyToManyField(Topic, through="Subscription", related_name="consumer_groups")
+    # Applied by the SDK's consumers (monitor/sdk), which read it from the portal every minute; other clients ignore it.
+    consume_throttle_tps = models.PositiveIntegerField(
+        _("consumption throttle (messages per second)"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "At most this many messages per second for the whole group, shared by its SDK consumers; "
+            "empty for no limit. Clients without the SDK are not throttled."
+        ),
+    )
 
     class Meta(RegistryEntry.Meta):
         constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="consumergroup_unique_name")]

@@ -118,6 +118,13 @@ def validate_group_name(name: str, *, new: bool = True) -> None:
         )
 
 
+def validate_trace_topic_name(name: str) -> None:
+    """Raise ValidationError unless ``name`` can be a cluster's trace topic: RocketMQ's default
+    RMQ_SYS_TRACE_TOPIC, or a topic name a business topic could have (the custom trace topic clients are given)."""
+    if name != TRACE_TOPIC:
+        validate_topic_name(name)
+
+
 def validate_queue_nums(value: int) -> None:
     """Queue counts the portal allows: at least 1 and at most TOPIC_MAX_QUEUE_NUMS (default 256 per broker)."""
     maximum = settings.TOPIC_MAX_QUEUE_NUMS

@@ -14,6 +14,7 @@ class WarningKind(models.TextChoices):
     SUBSCRIPTION_MISMATCH = "subscription_mismatch", _("inconsistent subscriptions in a consumer group")
     CONSUME_FAILURES = "consume_failures", _("consume failures (messages sent back for retry)")
     DEAD_LETTERS = "dead_letters", _("messages reaching the dead letter queue")
+    CLIENT_CONSUME_FAILURES = "client_consume_failures", _("consume failures reported by SDK consumers")
     PRODUCE_ERRORS = "produce_errors", _("produce errors")
     TRAFFIC_SURGE = "traffic_surge", _("topic traffic surge")
     TRAFFIC_DROP = "traffic_drop", _("topic traffic drop")
@@ -45,6 +46,7 @@ KIND_SUBJECT: dict[str, str] = {
     WarningKind.SUBSCRIPTION_MISMATCH: SubjectType.CONSUMER_GROUP,
     WarningKind.CONSUME_FAILURES: SubjectType.CONSUMER_GROUP,
     WarningKind.DEAD_LETTERS: SubjectType.CONSUMER_GROUP,
+    WarningKind.CLIENT_CONSUME_FAILURES: SubjectType.CONSUMER_GROUP,
     WarningKind.PRODUCE_ERRORS: SubjectType.PRODUCER_GROUP,
     WarningKind.TRAFFIC_SURGE: SubjectType.TOPIC,
     WarningKind.TRAFFIC_DROP: SubjectType.TOPIC,

@@ -137,6 +137,10 @@ PARAMS: dict[str, list[Param]] = {
     WarningKind.DEAD_LETTERS: [
         _messages("messages_per_hour", 1, _("messages reaching the dead letter queue per hour"))
     ],
+    WarningKind.CLIENT_CONSUME_FAILURES: [
+        _messages("failures", 10, _("failed messages")),
+        Param("window_minutes", int, 5, _("within (minutes)"), minimum=1, maximum=MAX_BASELINE_MINUTES),
+    ],
     WarningKind.PRODUCE_ERRORS: [
         _messages("exceptions", 1, _("send exceptions")),
         Param("window_minutes", int, 5, _("within (minutes)"), minimum=1, maximum=MAX_BASELINE_MINUTES),

@@ -198,6 +198,7 @@ class ChannelKind(models.TextChoices):
     WECOM = "wecom", _("WeCom robot")
     SLACK = "slack", _("Slack incoming webhook")
     WEBHOOK = "webhook", _("generic JSON webhook")
+    ALERTMANAGER = "alertmanager", _("Prometheus Alertmanager")
 
 
 class Channel(models.Model):

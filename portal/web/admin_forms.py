@@ -13,6 +13,7 @@ from django.contrib.auth import password_validation
 from django.utils.translation import gettext_lazy as _
 
 from portal.models import Team
+from portal.models.validation import TRACE_TOPIC
 from portal.web.forms import ServiceForm
 
 
@@ -55,6 +56,16 @@ class ClusterForm(ServiceForm):
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
     )
 
+    trace_topic = forms.CharField(
+        label=_("Trace topic"),
+        max_length=127,
+        initial=TRACE_TOPIC,
+        help_text=_(
+            "Where this cluster's tracing clients write their trace records (RMQ_SYS_TRACE_TOPIC unless they are "
+            "given a custom trace topic); message traces are read from it."
+        ),
+    )
+
     def __init__(self, *args, editing: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         if editing:
@@ -67,6 +78,7 @@ class ClusterForm(ServiceForm):
             "namesrv_addrs": "\n".join(ns.address for ns in cluster.name_servers.all()),
             "description": cluster.description,
             "acl_access_key": cluster.acl_access_key,
+            "trace_topic": cluster.trace_topic,
         }
         return cls(data, initial=initial, editing=True)
 

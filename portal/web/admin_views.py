@@ -36,6 +36,7 @@ from portal.models import (
 from portal.services import applications, registry, sync
 from portal.services.applications import InvalidTransition
 from portal.services.cluster_ops import ClusterOperationError
+from portal.services.trace_storage import trace_storage
 from portal.web import monitoring
 from portal.web.admin_forms import (
     AdoptForm,
@@ -239,6 +240,7 @@ def cluster_detail(request, pk):
         "form": form,
         "window": window,
         "charts": monitoring.cluster_charts(cluster, window),
+        "trace_storage": trace_storage(cluster),
     }
     return render(request, "portal/admin/cluster_detail.html", context)
 

@@ -11,7 +11,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from portal import access
-from portal.models import AssociationRole, Cluster, MessageModel, Team, TeamRole, Topic
+from portal.models import AssociationRole, Cluster, ConsumerGroup, MessageModel, Team, TeamRole, Topic
 
 
 def submitted(request):
@@ -244,3 +244,11 @@ class MemberRemoveForm(forms.Form):
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["user"].queryset = get_user_model().objects.filter(memberships__team=team)
+
+
+class ConsumerThrottleForm(forms.ModelForm):
+    """The consumption throttle of a consumer group (messages per second; empty for none)."""
+
+    class Meta:
+        model = ConsumerGroup
+        fields = ["consume_throttle_tps"]

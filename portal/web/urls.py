@@ -5,9 +5,11 @@ from django.urls import path
 
 from portal.web.views import (
     applications,
+    consumers,
     group_inspection,
     group_operations,
     messages,
+    metrics,
     monitoring,
     people,
     producers,
@@ -19,6 +21,7 @@ from portal.web.views import (
 
 urlpatterns = [
     path("", people.dashboard, name="dashboard"),
+    path("metrics", metrics.scrape, name="metrics"),
     path(
         "login/",
         auth_views.LoginView.as_view(template_name="portal/login.html", redirect_authenticated_user=True),
@@ -41,6 +44,13 @@ urlpatterns = [
         "consumer-groups/<int:pk>/delete/",
         applications.consumer_group_apply_delete,
         name="consumer-group-apply-delete",
+    ),
+    path("consumer-groups/<int:pk>/throttle/", consumers.consumer_group_throttle, name="consumer-group-throttle"),
+    path("consumer-groups/<int:pk>/tokens/", consumers.consumer_token_issue, name="consumer-token-issue"),
+    path(
+        "consumer-groups/<int:pk>/tokens/<int:token_pk>/revoke/",
+        consumers.consumer_token_revoke,
+        name="consumer-token-revoke",
     ),
     path("producer-groups/new/", applications.apply_producer_group, name="apply-producer-group"),
     path("producer-groups/<int:pk>/", registry.producer_group_detail, name="producer-group-detail"),

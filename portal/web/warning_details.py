@@ -94,6 +94,8 @@ LABELS: dict[str, tuple[str, Unit]] = {
         ("window_minutes", gettext_lazy("Window"), Unit.MINUTES),
         ("since", gettext_lazy("Since"), Unit.TIME),
         ("failed", gettext_lazy("Failed sends"), Unit.NUMBER),
+        ("failed_messages", gettext_lazy("Failed messages"), Unit.MESSAGES),
+        ("consumed", gettext_lazy("Messages consumed"), Unit.MESSAGES),
         ("sent", gettext_lazy("Sends"), Unit.NUMBER),
         ("exceptions", gettext_lazy("Exceptions"), Unit.NUMBER),
         ("brokers", gettext_lazy("Brokers"), Unit.TEXT),
@@ -133,6 +135,7 @@ KEY_COLUMNS: dict[str, tuple[str, str]] = {
     "mounts": (gettext_lazy("Mount"), ""),
     "exceptions": (gettext_lazy("Exception"), gettext_lazy("Failed sends")),
     "brokers": (gettext_lazy("Exception"), gettext_lazy("Brokers")),
+    "failures": (gettext_lazy("Exception"), gettext_lazy("Failed messages")),
 }
 
 
@@ -304,6 +307,7 @@ CHART_OF_KIND: dict[str, str] = {
     WarningKind.SUBSCRIPTION_MISMATCH: gettext_lazy("Consumption TPS"),
     WarningKind.CONSUME_FAILURES: gettext_lazy("Consumption TPS"),
     WarningKind.DEAD_LETTERS: gettext_lazy("Consumption TPS"),
+    WarningKind.CLIENT_CONSUME_FAILURES: gettext_lazy("Consumption TPS"),
     WarningKind.PRODUCE_ERRORS: gettext_lazy("Failed sends per minute by broker"),
     WarningKind.TRAFFIC_SURGE: gettext_lazy("Messages produced per minute"),
     WarningKind.TRAFFIC_DROP: gettext_lazy("Messages produced per minute"),

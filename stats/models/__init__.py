@@ -1,5 +1,6 @@
 """Stored time series, one module per kind of sample."""
 
+from stats.models.consumers import ConsumerClientMinute
 from stats.models.health import BrokerProbe, NameServerProbe
 from stats.models.jobs import JobRun, JobState
 from stats.models.producers import ProducerMinute
@@ -44,6 +45,7 @@ __all__ = [
     "ClusterRollup",
     "ConsumeMinute",
     "ConsumeRollup",
+    "ConsumerClientMinute",
     "GroupMinute",
     "JobRun",
     "JobState",

@@ -13,7 +13,7 @@ from django.db.models.functions import Cast, NullIf
 
 from stats.charts import Point
 from stats.models import RESOLUTION_LENGTH, SERVER_SLOT, Resolution, ServerDiskSample, ServerSample, slot_start
-from stats.queries.source import bucket_starts, by_bucket, resolution_for
+from stats.queries.source import AS_CHARTS, Pick, bucket_starts, by_bucket, chosen
 from stats.store.servers import SERVER_METRICS
 
 
@@ -39,8 +39,10 @@ def slots(since: dt.datetime, until: dt.datetime) -> list[dt.datetime]:
     return [first + i * SERVER_SLOT for i in range(count)]
 
 
-def server_series(host: str, since: dt.datetime, until: dt.datetime) -> ServerSeries:
-    if resolution := resolution_for(since, until):
+def server_series(
+    host: str, since: dt.datetime, until: dt.datetime, *, resolution: Resolution | Pick | None = AS_CHARTS
+) -> ServerSeries:
+    if resolution := chosen(since, until, resolution):
         return _bucketed(host, since, until, resolution)
     times = slots(since, until)
     samples = {

@@ -11,11 +11,16 @@ job has not run yet, is aggregated from the minute data exactly as the rollup tr
 bucket), so a bucket reads the same from either source. That aggregation is one GROUP BY in the database
 (:func:`by_bucket`), never a loop over the minute rows here: with no rollup job run yet, the whole range is such a
 tail. A bucket without a collected minute is a gap.
+
+The time-series API reads through the same readers and may name the resolution itself (its ``step``): each reader
+takes ``resolution`` (:data:`AS_CHARTS`, the default, is :func:`resolution_for`'s choice; None the minute data), so
+a series reads the same on a chart and from the API at the same resolution.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -34,6 +39,14 @@ MAX_TAIL_RANGES = 20
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
+class Pick(enum.Enum):
+    AS_CHARTS = "as charts"
+
+
+# A reader's default resolution: what a chart of its range reads at (:func:`resolution_for`).
+AS_CHARTS = Pick.AS_CHARTS
+
+
 def resolution_for(since: dt.datetime, until: dt.datetime) -> Resolution | None:
     """The rollup resolution a chart of this range reads, or None for the minute data."""
     span = until - since
@@ -43,6 +56,12 @@ def resolution_for(since: dt.datetime, until: dt.datetime) -> Resolution | None:
         if span / RESOLUTION_LENGTH[resolution] + 1 <= MAX_POINTS:
             return resolution
     return Resolution.DAY
+
+
+def chosen(since: dt.datetime, until: dt.datetime, resolution: Resolution | Pick | None) -> Resolution | None:
+    """The resolution a reader reads at: ``resolution`` as asked (None: the minute data), or for
+    :data:`AS_CHARTS` the charts' choice for the range."""
+    return resolution_for(since, until) if resolution is AS_CHARTS else resolution
 
 
 def bucket_starts(since: dt.datetime, until: dt.datetime, resolution: Resolution) -> list[dt.datetime]:

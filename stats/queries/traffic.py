@@ -31,10 +31,11 @@ from stats.models import (
     GroupMinute,
     OffsetMovedEvent,
     QueueLagMinute,
+    Resolution,
     TopicMinute,
     TopicRollup,
 )
-from stats.queries.source import Coverage, coverage, ratio, resolution_for
+from stats.queries.source import AS_CHARTS, Coverage, Pick, chosen, coverage, ratio
 
 MINUTE = dt.timedelta(minutes=1)
 # "Now" is a cluster's latest collection, as long as it is at most this old; a cluster whose collection stopped
@@ -84,8 +85,15 @@ class TopicTraffic:
     put_size: list[Point]
 
 
-def topic_traffic(cluster_id: int, topic: str, since: dt.datetime, until: dt.datetime) -> TopicTraffic:
-    if resolution := resolution_for(since, until):
+def topic_traffic(
+    cluster_id: int,
+    topic: str,
+    since: dt.datetime,
+    until: dt.datetime,
+    *,
+    resolution: Resolution | Pick | None = AS_CHARTS,
+) -> TopicTraffic:
+    if resolution := chosen(since, until, resolution):
         return _topic_buckets(coverage(cluster_id, since, until, resolution), cluster_id, topic)
     times, collected = minutes(since, until), _collected(cluster_id, since, until)
     rows = _rows_by_minute(
@@ -109,11 +117,17 @@ class ConsumeSeries:
 
 
 def group_traffic(
-    cluster_id: int, group: str, since: dt.datetime, until: dt.datetime, *, topics: Iterable[str] = ()
+    cluster_id: int,
+    group: str,
+    since: dt.datetime,
+    until: dt.datetime,
+    *,
+    topics: Iterable[str] = (),
+    resolution: Resolution | Pick | None = AS_CHARTS,
 ) -> dict[str, ConsumeSeries]:
     """By topic (sorted): each topic the group consumed or lagged on in the range, and each of ``topics`` (its
     subscriptions, shown even when they were idle the whole range)."""
-    if resolution := resolution_for(since, until):
+    if resolution := chosen(since, until, resolution):
         return _group_buckets(coverage(cluster_id, since, until, resolution), cluster_id, group, topics)
     times, collected = minutes(since, until), _collected(cluster_id, since, until)
     by_topic: dict[str, dict[dt.datetime, dict]] = {topic: {} for topic in topics}
@@ -141,8 +155,16 @@ class Totals:
     brokers_down: list[Point] = field(default_factory=list)
 
 
-def broker_traffic(cluster_id: int, broker_name: str, broker_id: int, since: dt.datetime, until: dt.datetime) -> Totals:
-    if resolution := resolution_for(since, until):
+def broker_traffic(
+    cluster_id: int,
+    broker_name: str,
+    broker_id: int,
+    since: dt.datetime,
+    until: dt.datetime,
+    *,
+    resolution: Resolution | Pick | None = AS_CHARTS,
+) -> Totals:
+    if resolution := chosen(since, until, resolution):
         return _broker_buckets(coverage(cluster_id, since, until, resolution), cluster_id, broker_name, broker_id)
     rows = _rows_by_minute(
         BrokerMinute.objects.filter(
@@ -157,8 +179,10 @@ def broker_traffic(cluster_id: int, broker_name: str, broker_id: int, since: dt.
     )
 
 
-def cluster_traffic(cluster_id: int, since: dt.datetime, until: dt.datetime) -> Totals:
-    if resolution := resolution_for(since, until):
+def cluster_traffic(
+    cluster_id: int, since: dt.datetime, until: dt.datetime, *, resolution: Resolution | Pick | None = AS_CHARTS
+) -> Totals:
+    if resolution := chosen(since, until, resolution):
         return _cluster_buckets(coverage(cluster_id, since, until, resolution), cluster_id)
     rows = _rows_by_minute(
         ClusterMinute.objects.filter(cluster_id=cluster_id, minute__gte=since, minute__lte=until),

@@ -22,6 +22,7 @@ from stats.models import (
     ClientMinute,
     ClusterMinute,
     ConsumeMinute,
+    ConsumerClientMinute,
     GroupMinute,
     NameServerProbe,
     OffsetMovedEvent,
@@ -47,6 +48,7 @@ MINUTE_TABLES: tuple[tuple[type[models.Model], str], ...] = (
     (NameServerProbe, "minute"),
     (BrokerProbe, "minute"),
     (ProducerMinute, "minute"),
+    (ConsumerClientMinute, "minute"),
     (OffsetMovedEvent, "stored_at"),
 )
 

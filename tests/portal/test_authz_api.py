@@ -178,6 +178,10 @@ CASES = [
         lambda w: {"reason": "use the existing topic"},
     ),
     Case("api:application-cancel", "POST", (401, 404, 200, 403, 403), lambda w: {"pk": w.application.pk}),
+    # a message operation's messages are for whoever sees the application; only portal admins run one again (this
+    # application is no approved operation: 400)
+    Case("api:application-items", "GET", (401, 404, 200, 200, 200), lambda w: {"pk": w.application.pk}),
+    Case("api:application-run-again", "POST", (401, 404, 403, 403, 400), lambda w: {"pk": w.application.pk}),
     Case("api:audit-entry-list", "GET", (401, 403, 403, 403, 200)),
     Case("api:audit-entry-detail", "GET", (401, 403, 403, 403, 200), lambda w: {"pk": w.audit_entry.pk}),
     Case("api:notification-list", "GET", (401, 200, 200, 200, 200)),
@@ -197,6 +201,11 @@ CASES = [
         "api:producer-reports", "POST", (401, 401, 401, 401, 401), data=lambda w: {"reports": []}, challenge="Producer"
     ),
     Case("api:producer-registration", "GET", (401, 401, 401, 401, 401), challenge="Producer"),
+    # SDK consumers report with their group's token (test_consumer_reports.py); the bootstrap takes either token
+    Case(
+        "api:consumer-reports", "POST", (401, 401, 401, 401, 401), data=lambda w: {"reports": []}, challenge="Consumer"
+    ),
+    Case("api:client-bootstrap", "GET", (401, 401, 401, 401, 401), challenge="Producer"),
     # warnings: one of the team's group is the team's (and admins'); channels and mutes are the member's own, never
     # found by anyone else; subscriptions are each user's own, per warning type
     Case("api:warning-list", "GET", (401, 200, 200, 200, 200)),
@@ -267,6 +276,12 @@ CASES = [
     Case("api:topic-messages-test-message", "POST", (401, 403, 502, 502, 502), team_topic, lambda w: {"body": "hi"}),
     # without a range there is nothing to export
     Case("api:topic-messages-export", "GET", (401, 400, 400, 400, 400), team_topic),
+    # time series: monitoring data, for every signed-in user (a topic's too, though the topic itself is public)
+    Case("api:topic-series", "GET", (401, 200, 200, 200, 200), team_topic),
+    Case("api:consumer-group-series", "GET", (401, 200, 200, 200, 200), team_group),
+    Case("api:broker-series", "GET", (401, 200, 200, 200, 200), lambda w: {"pk": w.broker.pk}),
+    Case("api:cluster-series", "GET", (401, 200, 200, 200, 200), lambda w: {"pk": w.cluster.pk}),
+    Case("api:server-series", "GET", (401, 200, 200, 200, 200), lambda w: {"host": w.broker.host}),
     Case("api:schema", "GET", (200, 200, 200, 200, 200)),
     Case("api:docs", "GET", (200, 200, 200, 200, 200)),
     Case("api:redoc", "GET", (200, 200, 200, 200, 200)),

@@ -34,7 +34,7 @@ from portal.models import (
     Topic,
 )
 from portal.models.warnings import ChannelKind, SubjectType, Warning, WarningKind
-from portal.services import producer_tokens
+from portal.services import consumer_tokens, producer_tokens
 from portal.services.warnings import channels, subscriptions
 
 ACTORS = ("anonymous", "outsider", "member", "team_admin", "portal_admin")
@@ -115,11 +115,32 @@ MATRIX: dict[str, Page] = {
         post=expect(LOGIN, 403, 302, 302, 302),
         args=lambda w: [w.producer.pk, w.producer_token.pk],
     ),
+    # consumer tokens and the consumption throttle: the owning team's, as producer tokens are
+    "consumer-token-issue": Page(
+        get=GET_ONLY, post=TEAM_CHANGE, args=lambda w: [w.group.pk], data=lambda w: {"label": "matrix"}
+    ),
+    "consumer-token-revoke": Page(
+        get=GET_ONLY,
+        post=expect(LOGIN, 403, 302, 302, 302),
+        args=lambda w: [w.group.pk, w.consumer_token.pk],
+    ),
+    "consumer-group-throttle": Page(
+        get=GET_ONLY,
+        post=expect(LOGIN, 403, 302, 302, 302),
+        args=lambda w: [w.group.pk],
+        data=lambda w: {"consume_throttle_tps": "50"},
+    ),
     "application-list": Page(get=SIGNED_IN, post=GET_ONLY),
     # the member's application for their team: the outsider may not see it
     "application-detail": Page(get=expect(LOGIN, 404, 200, 200, 200), post=GET_ONLY, args=lambda w: [w.application.pk]),
     # only the applicant cancels; the team admin and the portal admin see it but may not (admins reject)
     "application-cancel": Page(get=GET_ONLY, post=expect(LOGIN, 404, 302, 403, 403), args=lambda w: [w.application.pk]),
+    # a message operation's progress is for whoever sees the application; only portal admins run it again (this one
+    # is still pending: the admin is told so on its page)
+    "application-progress": Page(get=expect(LOGIN, 404, 200, 200, 200), post=GET_ONLY, args=lambda w: [w.operation.pk]),
+    "application-run-again": Page(
+        get=GET_ONLY, post=expect(LOGIN, 404, 403, 403, 302), args=lambda w: [w.operation.pk]
+    ),
     # --- teams: everyone signed in sees them; team admins manage their own team's membership
     "team-list": Page(get=SIGNED_IN, post=GET_ONLY),
     "team-detail": Page(get=SIGNED_IN, post=GET_ONLY, args=lambda w: [w.team.pk]),
@@ -238,6 +259,7 @@ def world(outsider, member, team_admin, portal_admin, team, topic, sandbox):
     producer = ProducerGroup.objects.create(cluster=topic.cluster, team=team, name="PID_MATRIX")
     producer.topics.add(topic)
     producer_token = producer_tokens.issue(producer, by=member).token
+    consumer_token = consumer_tokens.issue(group, by=member).token
     unowned = Topic.objects.create(cluster=topic.cluster, name="LEGACY_MATRIX", origin=Origin.IMPORTED)
     broker = Broker.objects.create(
         cluster=topic.cluster, cluster_name="DefaultCluster", broker_name="broker-matrix", broker_id=0,
@@ -250,6 +272,14 @@ def world(outsider, member, team_admin, portal_admin, team, topic, sandbox):
         cluster=topic.cluster,
         topic=topic,
         payload={"name": topic.name, "queue_nums": 16},
+    )
+    operation = Application.objects.create(
+        kind=ApplicationKind.MESSAGE_RESEND,
+        applicant=member,
+        team=team,
+        cluster=topic.cluster,
+        topic=topic,
+        payload={"msg_ids": ["0A0000070000791F0000000000000000"], "to": "origin", "group": ""},
     )
     association = Application.objects.create(
         kind=ApplicationKind.TOPIC_ASSOCIATION,
@@ -286,9 +316,11 @@ def world(outsider, member, team_admin, portal_admin, team, topic, sandbox):
         group=group,
         producer=producer,
         producer_token=producer_token,
+        consumer_token=consumer_token,
         unowned=unowned,
         broker=broker,
         application=application,
+        operation=operation,
         association=association,
         warning=warning,
         channel=channel,

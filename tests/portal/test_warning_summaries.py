@@ -261,6 +261,11 @@ EXAMPLES = {
         "minute": "2026-03-02T10:00:00+00:00", "dead_letters": 12, "dead_letters_total": 40,
         "last_minute": "2026-03-02T09:59:00+00:00", "threshold": 1,
     }),
+    WarningKind.CLIENT_CONSUME_FAILURES: ("GID_ORDERS", {
+        "window_minutes": 5, "since": "2026-03-02T09:55:00+00:00", "failed_messages": 12, "consumed": 600,
+        "failures": {"ValueError": 10, "TimeoutError": 2}, "topics": {"TopicA": 12}, "clients": ["10.0.0.7@1"],
+        "last_failure_minute": "2026-03-02T09:59:00+00:00", "threshold": 10,
+    }),
     WarningKind.PRODUCE_ERRORS: ("PID_ORDERS", {
         "window_minutes": 5, "since": "2026-03-02T09:55:00+00:00", "failed": 30, "sent": 1_000,
         "exceptions": {"MQBrokerException": 20, "RemotingTimeoutException": 10},

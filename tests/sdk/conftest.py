@@ -68,11 +68,13 @@ class Received:
 @dataclass
 class FakePortal:
     """What the SDK sent (``requests``) and how to answer: ``answer(request) -> (status, json)`` per request,
-    by default 202 for reports and ``registered`` for registration checks."""
+    by default 202 for reports, ``registered`` for registration checks and ``bootstrap`` for the client bootstrap
+    (change it while a client runs to see it follow)."""
 
     url: str = ""
     requests: list[Received] = field(default_factory=list)
     registered: bool = True
+    bootstrap: dict = field(default_factory=dict)
     answer: Callable[[Received], tuple[int, object]] | None = None
     arrived: threading.Condition = field(default_factory=threading.Condition)
 
@@ -95,6 +97,8 @@ class FakePortal:
     def respond(self, request: Received) -> tuple[int, object]:
         if self.answer is not None:
             return self.answer(request)
+        if request.method == "GET" and request.path == "/api/v1/client-bootstrap/":
+            return 200, self.bootstrap
         if request.method == "GET":
             topic = request.query.get("topic", [""])[0]
             return 200, {"registered": self.registered, "producer_group": "?", "topic": topic}

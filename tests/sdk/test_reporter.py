@@ -41,7 +41,7 @@ def start_reporter(recorder):
         reporter = Reporter(
             recorder,
             portal_url=url,
-            producer_group=lambda: "pg_orders",
+            group=lambda: "pg_orders",
             client_id="10.1.2.3@4711",
             client_addr="10.1.2.3",
             **options,

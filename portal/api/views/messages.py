@@ -1,5 +1,5 @@
 """Messages over the API: searches (start, status, hits, cancel), a message with its body when the user may see
-bodies, where it went, its resend; a topic's test message and export; a consumer group's retry and dead letters,
+bodies, where it went, its trace, its resend; a topic's test message and export; a consumer group's retry and dead letters,
 offset-reset preview, client diagnostics, and its operations (filed as applications; a portal admin's are carried
 out at once). The same services as the pages, so both say the same."""
 
@@ -23,7 +23,7 @@ from portal.api.application_serializers import ApplicationSerializer
 from portal.api.views.base import ServiceViewSet
 from portal.inputs import EXPORT_CONTENT_TYPES, MAX_CLIENT_ID_LENGTH, message_id_or_404, printable_or_empty
 from portal.models import ApplicationKind, Cluster, ConsumerGroup, Topic
-from portal.services.messages import bodies, inspection, operations, searches
+from portal.services.messages import bodies, inspection, operations, searches, traces
 from portal.services.messages.clients import describe
 from portal.services.messages.direct import file_or_act
 
@@ -97,6 +97,21 @@ class MessageViewSet(ServiceViewSet):
         """Where the message went, per consumer group subscribed to its topic."""
         cluster, msg, _may_see_body = _message(request, cluster_pk, topic_name, msg_id)
         return Response(ms.TrackSerializer(bodies.tracks(cluster, msg), many=True).data)
+
+    @extend_schema(parameters=MSG_PATH, responses={200: OpenApiTypes.OBJECT, 404: NOT_A_MESSAGE})
+    @action(detail=True, methods=["get"])
+    def trace(self, request, cluster_pk=None, topic_name=None, msg_id=None):
+        """The message's trace from the cluster's trace topic: its sends (``pubs``), each consumer group's consume
+        attempts, its transaction end and recall, the expected groups that have not consumed it (``missing``) and
+        the slow legs (``slow``); times in epoch milliseconds. No body: whoever may see the message sees it."""
+        cluster = get_object_or_404(Cluster, pk=cluster_pk)
+        if not message_id_or_404(msg_id):
+            raise NotFound()
+        try:
+            trace = traces.trace_for_view(request.user, cluster, topic_name, msg_id)
+        except bodies.MessageNotFound as missing:
+            raise NotFound(str(missing)) from None
+        return Response(traces.as_json(trace))
 
     @extend_schema(parameters=MSG_PATH, request=ms.ResendSerializer, responses={201: ApplicationSerializer})
     @action(detail=True, methods=["post"])

@@ -1,6 +1,6 @@
 """Message pages: a topic's message search (started as a background job whose progress the page polls, then its
 hits page by page), a message's page (every field, its properties, its body when the user may see bodies, where it
-went for each consumer group) and its resend.
+went for each consumer group, its trace) and its resend.
 
 Searching and reading messages need a login; who may see a body is ``portal.access.can_see_message_bodies``
 (through the bodies service, which audits each body shown). A resend is an application; a portal admin's is
@@ -23,7 +23,7 @@ from portal.inputs import message_id_or_404
 from portal.models import ApplicationKind, Cluster, MessageSearch, Subscription, Topic
 from portal.models.people import is_portal_admin
 from portal.services.cluster_ops import ClusterOperationError
-from portal.services.messages import bodies, searches
+from portal.services.messages import bodies, searches, traces
 from portal.web.entries import visible_entry
 from portal.web.forms import submitted
 from portal.web.message_forms import ResendForm, SearchForm
@@ -158,6 +158,10 @@ def message_detail(request, cluster_pk, topic_name, msg_id):
         tracks, tracks_error = bodies.tracks(cluster, msg), ""
     except ClusterOperationError as error:
         tracks, tracks_error = [], str(error)
+    try:
+        trace, trace_error = traces.as_json(traces.read_trace(cluster, msg, tracks)), ""
+    except ClusterOperationError as error:
+        trace, trace_error = None, str(error)
     views = body_views(msg.body) if may_see_body else None
     context = {
         "cluster": cluster,
@@ -174,6 +178,8 @@ def message_detail(request, cluster_pk, topic_name, msg_id):
         "hex_cut": may_see_body and len(msg.body) > HEX_SHOWN_BYTES,
         "tracks": tracks,
         "tracks_error": tracks_error,
+        "trace": trace,
+        "trace_error": trace_error,
         "resend_form": ResendForm(groups=_resend_groups(cluster, topic_name)) if topic else None,
         "acts_directly": is_portal_admin(request.user),
     }

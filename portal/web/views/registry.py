@@ -22,7 +22,7 @@ from portal.web import monitoring
 from portal.web.entries import detail_url_name, entry_model, visible_entry
 from portal.web.forms import DescriptionForm, submitted
 from portal.web.paging import filtered_page
-from portal.web.views import producers
+from portal.web.views import consumers, producers
 from portal.web.warning_panels import warning_panel
 from stats.queries.traffic import group_now, offset_moves
 
@@ -96,6 +96,7 @@ def consumer_group_detail(request, pk):
         "charts": monitoring.group_charts(group, [topic.topic for topic in check.topics], window, warnings.in_range),
         "now": now,
         "offset_moves": offset_moves(group.cluster_id, group.name, window.since),
+        **consumers.group_page_context(request, group, window),
         **warnings.context,
     }
     return render(request, "portal/consumer_group_detail.html", context)

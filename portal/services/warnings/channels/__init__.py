@@ -22,6 +22,7 @@ from django.utils.translation import gettext_lazy as _
 from portal import access
 from portal.models.warnings import Channel, ChannelKind
 from portal.services import notifications
+from portal.services.warnings.channels.alertmanager import AlertmanagerTransport
 from portal.services.warnings.channels.base import Message, Transport, TransportError
 from portal.services.warnings.channels.email import EmailTransport
 from portal.services.warnings.channels.in_app import InAppTransport
@@ -41,6 +42,7 @@ TRANSPORTS: dict[str, Transport] = {
         WeComTransport(),
         SlackTransport(),
         GenericWebhookTransport(),
+        AlertmanagerTransport(),
     )
 }
 # Longest error text kept on a channel or a delivery.

@@ -37,6 +37,7 @@ RENDERERS: dict[str, Callable[[str, dict], str]] = {
     WarningKind.SUBSCRIPTION_MISMATCH: consumers.subscription_mismatch,
     WarningKind.CONSUME_FAILURES: consumers.consume_failures,
     WarningKind.DEAD_LETTERS: consumers.dead_letters,
+    WarningKind.CLIENT_CONSUME_FAILURES: consumers.client_consume_failures,
     WarningKind.PRODUCE_ERRORS: producers.produce_errors,
     WarningKind.TRAFFIC_SURGE: traffic.traffic_surge,
     WarningKind.TRAFFIC_DROP: traffic.traffic_drop,

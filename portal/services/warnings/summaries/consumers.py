@@ -254,3 +254,27 @@ def dead_letters(group: str, details: dict) -> str:
         )
         % values
     )
+
+
+def client_consume_failures(group: str, details: dict) -> str:
+    failures = sorted(details["failures"].items(), key=lambda item: -item[1])
+    topics = sorted(details["topics"].items(), key=lambda item: -item[1])
+    failed, consumed, clients = details["failed_messages"], details["consumed"], details["clients"]
+    text = _(
+        "The listeners of %(group)s failed %(failed)s of %(consumed)s in the last %(window)s: %(failures)s, on "
+        "%(topics)s, in %(clients)s (%(ids)s)."
+    ) % {
+        "group": group,
+        "failed": counted(MESSAGE, failed),
+        "consumed": count(consumed),
+        "window": duration(int(details["window_minutes"]) * 60),
+        "failures": listing([f"{name} ×{count(n)}" for name, n in failures]),
+        "topics": listing([f"{topic}: {count(n)}" for topic, n in topics]),
+        "clients": counted(CLIENT, len(clients)),
+        "ids": listing(clients),
+    }
+    return join_sentences(
+        text,
+        _("Their SDK consumers asked for these messages again; retried too often, they end in %(dlq)s.")
+        % {"dlq": keys.dlq_topic(group)},
+    )

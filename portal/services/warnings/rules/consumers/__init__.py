@@ -1,5 +1,6 @@
 """Consumer group rules: lag (:mod:`.lag`), blocked queues and offset errors (:mod:`.queues`), subscriptions that
-differ (:mod:`.subscriptions`), retries and dead letters (:mod:`.failures`).
+differ (:mod:`.subscriptions`), retries and dead letters (:mod:`.failures`), and the failures SDK consumers report
+themselves (:mod:`.client_reports`, judged whether or not the collection ran).
 
 They read the cluster's latest collected minute (:mod:`stats.models.traffic`) with a few set-based queries for
 the whole cluster, never one per group. Where a figure could not be read this minute (its master was down: the
@@ -13,15 +14,25 @@ from __future__ import annotations
 from portal.models.warnings import WarningKind
 from portal.services.warnings.rules.base import Context
 from portal.services.warnings.rules.conditions import Condition
-from portal.services.warnings.rules.consumers import failures, group_state, lag, queues, subscriptions
+from portal.services.warnings.rules.consumers import (
+    client_reports,
+    failures,
+    group_state,
+    lag,
+    queues,
+    subscriptions,
+)
 
 
 def evaluate(ctx: Context) -> dict[str, list[Condition]]:
-    """Every consumer kind, or nothing when the cluster has no recent collection."""
+    """Every consumer kind; only the clients' own reports when the cluster has no recent collection."""
+    reported = ctx.each_kind(
+        {WarningKind.CLIENT_CONSUME_FAILURES: lambda: client_reports.client_failure_conditions(ctx)}
+    )
     if ctx.minute is None:
-        return {}
+        return reported
     health = group_state.group_health(ctx)
-    return ctx.each_kind(
+    return reported | ctx.each_kind(
         {
             WarningKind.CONSUMER_LAG: lambda: lag.lag_conditions(ctx, health),
             WarningKind.CLIENT_BLOCKED: lambda: queues.blocked_conditions(ctx),

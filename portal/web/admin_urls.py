@@ -3,7 +3,7 @@
 from django.urls import path
 
 from portal.web import admin_views as views
-from portal.web.views import jobs, warnings
+from portal.web.views import jobs, metrics_tokens, warnings
 
 urlpatterns = [
     path("applications/", views.approval_queue, name="approval-queue"),
@@ -17,6 +17,9 @@ urlpatterns = [
     path("unowned/<slug:kind>/<int:pk>/adopt/", views.entry_adopt, name="entry-adopt"),
     path("audit/", views.audit_log, name="audit-log"),
     path("jobs/", jobs.job_run_list, name="job-run-list"),
+    path("metrics/tokens/", metrics_tokens.metrics_token_list, name="metrics-token-list"),
+    path("metrics/tokens/issue/", metrics_tokens.metrics_token_issue, name="metrics-token-issue"),
+    path("metrics/tokens/<int:pk>/revoke/", metrics_tokens.metrics_token_revoke, name="metrics-token-revoke"),
     path("teams/new/", views.team_create, name="team-create"),
     path("users/", views.user_list, name="user-list"),
     path("users/new/", views.user_create, name="user-create"),

@@ -87,8 +87,8 @@ class MuteForm(ServiceForm):
 
 
 class ChannelForm(ServiceForm):
-    """A new e-mail or webhook channel (``editing``: an existing one, whose kind stays and whose blank URL and
-    secret keep the stored ones: they carry tokens and are never shown back)."""
+    """A new e-mail, webhook or Alertmanager channel (``editing``: an existing one, whose kind stays and whose blank
+    URL and secret keep the stored ones: they carry tokens and are never shown back)."""
 
     kind = forms.ChoiceField(label=_("Kind"))
     name = forms.CharField(label=_("Name"), max_length=100)
@@ -101,13 +101,19 @@ class ChannelForm(ServiceForm):
         label=_("Webhook URL"),
         required=False,
         widget=forms.URLInput,
-        help_text=_("Webhooks only: the robot's or endpoint's URL, with its token."),
+        help_text=_(
+            "Webhooks only: the robot's or endpoint's URL, with its token; for Alertmanager, its base URL "
+            "(http://alertmanager:9093)."
+        ),
     )
     secret = forms.CharField(
         label=_("Secret"),
         required=False,
         widget=forms.PasswordInput(render_value=False),
-        help_text=_("DingTalk signing secret (SEC...), or the key the generic webhook signs its requests with."),
+        help_text=_(
+            "DingTalk signing secret (SEC...), the key the generic webhook signs its requests with, or an optional "
+            "bearer token sent to Alertmanager (for a proxy in front of it)."
+        ),
     )
 
     def __init__(self, data=None, *, editing=None, **kwargs):

@@ -1,9 +1,10 @@
 """Read-only tokens with which a Prometheus server scrapes ``/metrics`` (:mod:`portal.services.metrics`).
 
 A scrape token belongs to no person and no team: it is a machine credential of the whole installation, issued and
-revoked by portal admins (``manage.py metricstoken``), and it opens ``/metrics`` and nothing else. As with producer
-tokens (:mod:`portal.models.producers`), the full token is shown once, when it is issued; only its SHA-256 digest is
-stored, with a short prefix in clear that lets people tell tokens apart.
+revoked by portal admins (the Manage menu's scrape-token page or ``manage.py metricstoken``), and it opens
+``/metrics`` and nothing else. As with producer tokens (:mod:`portal.models.producers`), the full token is shown
+once, when it is issued; only its SHA-256 digest is stored, with a short prefix in clear that lets people tell
+tokens apart.
 """
 
 from django.conf import settings

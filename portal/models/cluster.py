@@ -21,7 +21,9 @@ class Cluster(models.Model):
         max_length=127,
         default=TRACE_TOPIC,
         validators=[validate_trace_topic_name],
-        help_text=_("The topic tracing clients write to: RMQ_SYS_TRACE_TOPIC, or the custom trace topic they are given."),
+        help_text=_(
+            "The topic tracing clients write to: RMQ_SYS_TRACE_TOPIC, or the custom trace topic they are given."
+        ),
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     last_synced_at = models.DateTimeField(_("last synced at"), null=True, blank=True)

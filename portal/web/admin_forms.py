@@ -60,9 +60,10 @@ class ClusterForm(ServiceForm):
         label=_("Trace topic"),
         max_length=127,
         initial=TRACE_TOPIC,
+        required=False,
         help_text=_(
             "Where this cluster's tracing clients write their trace records (RMQ_SYS_TRACE_TOPIC unless they are "
-            "given a custom trace topic); message traces are read from it."
+            "given a custom trace topic; blank for RMQ_SYS_TRACE_TOPIC); message traces are read from it."
         ),
     )
 
@@ -87,6 +88,9 @@ class ClusterForm(ServiceForm):
         if not addresses:
             raise forms.ValidationError(_("Give at least one name-server address."), code="required")
         return addresses
+
+    def clean_trace_topic(self) -> str:
+        return self.cleaned_data["trace_topic"] or TRACE_TOPIC
 
     def changes(self) -> dict:
         """The fields to pass to ``update_cluster``: everything typed, except a blank secret (keep the stored one)."""

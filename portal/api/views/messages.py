@@ -1,7 +1,7 @@
 """Messages over the API: searches (start, status, hits, cancel), a message with its body when the user may see
-bodies, where it went, its trace, its resend; a topic's test message and export; a consumer group's retry and dead letters,
-offset-reset preview, client diagnostics, and its operations (filed as applications; a portal admin's are carried
-out at once). The same services as the pages, so both say the same."""
+bodies, where it went, its trace, its resend; a topic's test message and export; a consumer group's retry and dead
+letters, offset-reset preview, client diagnostics, and its operations (filed as applications; a portal admin's are
+carried out at once). The same services as the pages, so both say the same."""
 
 import dataclasses
 import time

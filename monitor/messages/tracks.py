@@ -20,8 +20,9 @@ from monitor.remoting.errors import RemotingClientError, RemotingError
 from monitor.remoting.message import MessageExt
 
 
-class TrackType(enum.Enum):
-    """org.apache.rocketmq.tools.admin.api.TrackType."""
+class TrackType(enum.StrEnum):
+    """org.apache.rocketmq.tools.admin.api.TrackType; a string enum, so that the API and any JSON show the bare name
+    (``CONSUMED``), as Java prints it."""
 
     CONSUMED = "CONSUMED"
     CONSUMED_BUT_FILTERED = "CONSUMED_BUT_FILTERED"

@@ -9,9 +9,10 @@ Bodies: ``bytes`` as they are, ``str`` as UTF-8, anything else as JSON (UTF-8). 
 
 Orderly sends take a sharding key and pick the queue as the Java client's ``SelectMessageQueueByHash`` does
 (``abs(key.hashCode()) % queues``, Java's String hash), so Python and Java producers of one topic put a key's
-messages in the same queue. Batches go through the client's ``send_batch`` (one request, one queue, all or
-nothing); the C++ client sends them unrecorded by the SDK. Transactional sends do not exist here: the C++ client
-binding ``rocketmq==0.4.4`` has no transaction producer (docs/sdk.md).
+messages in the same queue. Batches are sent message by message (``send_sync`` each, recorded like any send): the
+C++ client's own batch marks itself ``batch="1"``, which a 4.x broker reads as false and stores the whole encoded
+batch as one message (apache/rocketmq-client-cpp#363), so its consumers would get one garbled message. Transactional
+sends do not exist here: the C++ client binding ``rocketmq==0.4.4`` has no transaction producer (docs/sdk.md).
 """
 
 from __future__ import annotations
@@ -98,9 +99,10 @@ class ProducerTemplate:
             queue_selector=hash_selector,
         )
 
-    def send_batch(self, topic: str, bodies: Iterable[Body], **options) -> SendResult:
-        """Send several messages of one topic in one request (same options for each)."""
-        return self.producer.send_batch([self.message(topic, body, **options) for body in bodies])
+    def send_batch(self, topic: str, bodies: Iterable[Body], **options) -> list[SendResult]:
+        """Send several messages of one topic (same options for each), in order, one request each (see the module);
+        the first failure raises, the messages before it are sent."""
+        return [self.send(topic, body, **options) for body in bodies]
 
 
 def _encode(body: Body) -> bytes:

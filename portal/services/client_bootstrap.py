@@ -30,6 +30,9 @@ def bootstrap(token: ClientToken, client_id: str = "", *, now: dt.datetime | Non
         "namesrv_addr": group.cluster.namesrv_addr,
         "group": group.name,
         "refresh_seconds": REFRESH_SECONDS,
+        # Message trace: the topics whose trace switch is on, and where their records go.
+        "trace_topic": group.cluster.trace_topic,
+        "traced_topics": sorted(group.topics.filter(trace_enabled=True).values_list("name", flat=True)),
     }
     if isinstance(token, ConsumerToken):
         answer.update(_consumer_settings(group, client_id, now or timezone.now()))

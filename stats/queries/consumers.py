@@ -58,8 +58,9 @@ class GroupConsumption:
 
 
 def group_consumption(cluster_id: int, group: str, since: dt.datetime, until: dt.datetime) -> GroupConsumption:
+    # ``until`` is the minute in progress (minute-aligned ranges): its reports count too.
     rows = ConsumerClientMinute.objects.filter(
-        cluster_id=cluster_id, consumer_group=group, minute__gte=since, minute__lt=until
+        cluster_id=cluster_id, consumer_group=group, minute__gte=since, minute__lte=until
     ).values("topic", "client_id", "minute", "count", "failure_count", "failures", "histogram")
     topics: dict[str, ConsumeFigures] = {}
     clients: dict[str, ConsumeFigures] = {}

@@ -27,7 +27,12 @@ def test_the_schema_is_served_and_describes_the_api(db):
     cluster_fields = schema["components"]["schemas"]["Cluster"]["properties"]
     assert "acl_enabled" in cluster_fields
     assert not {"acl_access_key", "acl_secret_key"} & set(cluster_fields)
-    assert set(schema["components"]["securitySchemes"]) == {"tokenAuth", "cookieAuth", "producerTokenAuth"}
+    assert set(schema["components"]["securitySchemes"]) == {
+        "tokenAuth",
+        "cookieAuth",
+        "producerTokenAuth",
+        "consumerTokenAuth",
+    }
 
 
 @pytest.mark.parametrize("page", ["api:docs", "api:redoc"])

@@ -255,6 +255,7 @@ CASES = [
     Case("api:message-search-cancel", "POST", (401, 404, 200, 404, 200), own_search),
     Case("api:message-detail", "GET", (401, 404, 404, 404, 404), a_message),
     Case("api:message-tracks", "GET", (401, 404, 404, 404, 404), a_message),
+    Case("api:message-trace", "GET", (401, 404, 404, 404, 404), a_message),
     Case("api:message-resend", "POST", (401, 404, 404, 404, 404), a_message, lambda w: {"to": "origin"}),
     Case(
         "api:message-operation-list",

@@ -35,6 +35,7 @@ from portal.models import (
 )
 from portal.models.warnings import ChannelKind, SubjectType, Warning, WarningKind
 from portal.services import consumer_tokens, producer_tokens
+from portal.services.metrics import tokens as metrics_tokens
 from portal.services.warnings import channels, subscriptions
 
 ACTORS = ("anonymous", "outsider", "member", "team_admin", "portal_admin")
@@ -67,6 +68,8 @@ class Page:
 MATRIX: dict[str, Page] = {
     # --- outside the portal's pages
     "healthz": Page(get=OPEN, post=OPEN),
+    # Prometheus's: a scrape token or an allowed network, never a session (test_metrics_access.py)
+    "metrics": Page(get=expect(401, 401, 401, 401, 401), post=GET_ONLY_PUBLIC),
     "favicon": Page(get=expect(302, 302, 302, 302, 302), post=GET_ONLY_PUBLIC),
     "set_language": Page(get=expect(302, 302, 302, 302, 302), post=expect(302, 302, 302, 302, 302)),
     # --- account
@@ -181,6 +184,12 @@ MATRIX: dict[str, Page] = {
     ),
     "audit-log": Page(get=ADMIN_ONLY, post=GET_ONLY),
     "job-run-list": Page(get=ADMIN_ONLY, post=GET_ONLY),
+    # scrape tokens: portal admins only; issuing answers with the new token's page
+    "metrics-token-list": Page(get=ADMIN_ONLY, post=GET_ONLY),
+    "metrics-token-issue": Page(get=GET_ONLY, post=ADMIN_ONLY, data=lambda w: {"label": "matrix"}),
+    "metrics-token-revoke": Page(
+        get=GET_ONLY, post=expect(LOGIN, 403, 403, 403, 302), args=lambda w: [w.metrics_token.pk]
+    ),
     "team-create": Page(get=ADMIN_ONLY, post=ADMIN_ONLY, data=lambda w: {"name": ""}),
     # users: portal admins only; the empty POSTs are a refused creation (200) and the member's flags cleared (302)
     "user-list": Page(get=ADMIN_ONLY, post=GET_ONLY),
@@ -260,6 +269,7 @@ def world(outsider, member, team_admin, portal_admin, team, topic, sandbox):
     producer.topics.add(topic)
     producer_token = producer_tokens.issue(producer, by=member).token
     consumer_token = consumer_tokens.issue(group, by=member).token
+    metrics_token = metrics_tokens.issue(by=portal_admin, label="matrix").token
     unowned = Topic.objects.create(cluster=topic.cluster, name="LEGACY_MATRIX", origin=Origin.IMPORTED)
     broker = Broker.objects.create(
         cluster=topic.cluster, cluster_name="DefaultCluster", broker_name="broker-matrix", broker_id=0,
@@ -317,6 +327,7 @@ def world(outsider, member, team_admin, portal_admin, team, topic, sandbox):
         producer=producer,
         producer_token=producer_token,
         consumer_token=consumer_token,
+        metrics_token=metrics_token,
         unowned=unowned,
         broker=broker,
         application=application,

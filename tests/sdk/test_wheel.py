@@ -160,3 +160,51 @@ def test_the_installed_sdk_sends_through_a_sandbox_and_reports_the_send(
     assert (broker["broker_name"], broker["count"], broker["exceptions"]) == ("broker-a", 1, {})
     assert sum(broker["histogram"]["counts"].values()) == 1
     assert all(post.headers["Authorization"] == f"Producer {TOKEN}" for post in portal.posts())
+
+
+CONSUME = """
+    import json, sys, threading
+    from monitor.sdk import ListenerContainer, Producer, ProducerTemplate, Settings
+    from monitor.sdk.listeners import Registry
+
+    portal_url, group, topic = sys.argv[1:]
+    registry, received = Registry(), threading.Event()
+
+    @registry.listener(topic, group, tags="TagA")
+    def handle(message):
+        received.set()
+
+    # The name servers come from the portal's bootstrap answer; the token from the settings.
+    settings = Settings.from_mapping({"portal_url": portal_url, "groups": {group: {"token": "mqc_wheel"}}})
+    container = ListenerContainer(settings, registry, stop_at_exit=False)
+    container.start()
+    producer = Producer("pg_wheel_template", portal_url=portal_url, token="mqp_wheel")  # name servers from the portal
+    producer.start()
+    result = ProducerTemplate(producer).send(topic, {"order": 4711}, tags="TagA")
+    producer.shutdown()
+    got = received.wait(30)
+    consumer = container.consumers[group]
+    container.stop()  # reports the last minute
+    print(json.dumps({"status": result.status.name, "received": got, "delivered": consumer.reporter.delivered}))
+"""
+
+
+def test_the_installed_sdk_consumes_with_a_listener_container_bootstrapped_from_the_portal(
+    sdk_python, cluster, make_topic, portal
+):
+    topic = make_topic({"broker-a": 2})
+    group = unique("cg_wheel")
+    portal.bootstrap = {
+        "cluster": "sandbox",
+        "namesrv_addr": cluster.namesrv_addr,
+        "group": group,
+        "subscriptions": [{"topic": topic, "tag_expression": "TagA"}],
+        "throttle_tps": None,
+        "client_throttle_tps": None,
+    }
+
+    consumed = run_in_venv(sdk_python, CONSUME, portal.url, group, topic)
+
+    assert consumed == {"status": "OK", "received": True, "delivered": 1}
+    (report,) = [report for report in portal.reports() if report.get("consumer_group") == group]
+    assert (report["topic"], report["count"], report["failures"]) == (topic, 1, {})

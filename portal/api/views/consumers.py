@@ -72,6 +72,10 @@ class ClientBootstrapView(APIView):
                 "namesrv_addr": serializers.CharField(help_text="host:port;host:port"),
                 "group": serializers.CharField(),
                 "refresh_seconds": serializers.IntegerField(),
+                "trace_topic": serializers.CharField(help_text="Where tracing clients write trace records."),
+                "traced_topics": serializers.ListField(
+                    child=serializers.CharField(), help_text="The group's topics whose trace switch is on."
+                ),
                 "topics": serializers.ListField(child=serializers.CharField(), help_text="Producer tokens only."),
                 "message_model": serializers.CharField(help_text="Consumer tokens only, as the rest below."),
                 "subscriptions": serializers.ListField(child=serializers.DictField()),

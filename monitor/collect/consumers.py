@@ -170,21 +170,20 @@ def client_position(queue: b.ProcessQueueInfo) -> int | None:
 
 
 def broadcast_progress(
-    clients: GroupClients, ends: dict[tuple[str, str, int], int]
-) -> dict[tuple[str, str, int], tuple[int, int, str]]:
-    """A broadcasting group's progress per queue, from its clients' own accounts: (topic, broker name, queue id)
-    -> (queue end, position, client) of the furthest-behind client. ``ends`` are the queues' ends as the brokers
-    report them; queues whose end or position is unknown are left out."""
-    worst: dict[tuple[str, str, int], tuple[int, int, str]] = {}
+    clients: GroupClients, topic: str, ends: dict[tuple[str, str, int], int]
+) -> dict[tuple[str, str, int], dict[str, tuple[int, int]]]:
+    """A broadcasting group's progress on ``topic``, from its clients' own accounts: (topic, broker name, queue id)
+    -> client id -> (queue end, position). ``ends`` are the queues' ends as the brokers report them; queues whose
+    end or position is unknown are left out."""
+    progress: dict[tuple[str, str, int], dict[str, tuple[int, int]]] = {}
     for client_id, info in clients.infos.items():
         if not isinstance(info, b.ConsumerRunningInfo):
             continue
         for mq, queue in info.mq_table.items():
+            if mq.topic != topic:
+                continue
             where = (mq.topic, mq.broker_name, mq.queue_id)
             end, position = ends.get(where), client_position(queue)
-            if end is None or position is None:
-                continue
-            current = worst.get(where)
-            if current is None or end - position > current[0] - current[1]:
-                worst[where] = (end, position, client_id)
-    return worst
+            if end is not None and position is not None:
+                progress.setdefault(where, {})[client_id] = (end, position)
+    return progress

@@ -17,6 +17,7 @@ from monitor.remoting import body as b
 from stats import keys
 from stats.models import (
     BrokerMinute,
+    ClientQueueLagMinute,
     ClusterMinute,
     ConsumeMinute,
     GroupMinute,
@@ -292,28 +293,40 @@ def _broadcast_lag(
     readings: Readings, samples: MinuteSamples, topic: str, group: str, clients: GroupClients
 ) -> tuple[int | None, float | None]:
     """A broadcasting group's lag is its furthest-behind client's, from the clients' own offsets (the brokers
-    keep none); how long it waited is not known."""
+    keep none); how long it waited is not known. Each client's own lagging queues are kept besides."""
     ends = dict(readings.extra_ends)
     for broker_name, tables in readings.masters.items():
         for queue_id, end in tables.ends.get(topic, {}).items():
             ends.setdefault((topic, broker_name, queue_id), end)
-    progress = {where: p for where, p in broadcast_progress(clients, ends).items() if where[0] == topic}
+    progress = broadcast_progress(clients, topic, ends)
     if not progress:
         return None, None
     lag = 0
-    for (_, broker_name, queue_id), (end, committed, client_id) in sorted(progress.items()):
+    at = {"cluster_id": readings.cluster_id, "group": group, "topic": topic, "minute": readings.minute}
+    for (_, broker_name, queue_id), positions in sorted(progress.items()):
+        for client_id, (end, position) in positions.items():
+            if end > position:
+                samples.client_queue_lags.append(
+                    ClientQueueLagMinute(
+                        **at,
+                        broker_name=broker_name,
+                        queue_id=queue_id,
+                        client_id=client_id,
+                        broker_offset=end,
+                        consumer_offset=position,
+                        lag=end - position,
+                    )
+                )
+        client_id, (end, committed) = max(positions.items(), key=lambda item: item[1][0] - item[1][1])
         behind = end - committed
         if behind <= 0:
             continue
         lag += behind
         samples.queue_lags.append(
             QueueLagMinute(
-                cluster_id=readings.cluster_id,
-                group=group,
-                topic=topic,
+                **at,
                 broker_name=broker_name,
                 queue_id=queue_id,
-                minute=readings.minute,
                 broker_offset=end,
                 consumer_offset=committed,
                 lag=behind,

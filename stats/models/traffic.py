@@ -121,7 +121,8 @@ class ConsumeMinute(models.Model):
 
 class QueueLagMinute(models.Model):
     """One queue a group is behind on (queues without lag are not stored: the history stays as small as the
-    trouble). For a broadcasting group the row is its furthest-behind client's, named in ``client_id``."""
+    trouble). For a broadcasting group the row is its furthest-behind client's, named in ``client_id`` (every
+    client's own is in :class:`ClientQueueLagMinute`)."""
 
     cluster_id = models.IntegerField()
     group = models.CharField(max_length=255)
@@ -146,6 +147,43 @@ class QueueLagMinute(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group} on {self.topic}/{self.broker_name}/{self.queue_id} {self.minute:%Y-%m-%d %H:%M}"
+
+
+class ClientQueueLagMinute(models.Model):
+    """One queue one client of a broadcasting group is behind on, by the client's own account: broadcasting
+    consumers keep their offsets themselves, so every client has a lag of its own (:class:`QueueLagMinute` keeps, per
+    queue, only the furthest-behind client's). Queues a client is not behind on are not stored: an online client
+    that answered (:class:`ClientMinute` without ``error``) and has no row for a topic it subscribes to is not
+    behind on it."""
+
+    cluster_id = models.IntegerField()
+    group = models.CharField(max_length=255)
+    topic = models.CharField(max_length=255)
+    broker_name = models.CharField(max_length=255)
+    queue_id = models.IntegerField()
+    client_id = models.CharField(max_length=255)
+    minute = models.DateTimeField()
+    broker_offset = models.BigIntegerField()
+    consumer_offset = models.BigIntegerField()
+    lag = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster_id", "group", "topic", "broker_name", "queue_id", "client_id", "minute"],
+                name="clientqueuelagminute_unique",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["minute"], name="clientqueuelagminute_minute"),
+            models.Index(fields=["cluster_id", "group", "minute"], name="clientqueuelagminute_group"),
+        ]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.client_id} of {self.group} on {self.topic}/{self.broker_name}/{self.queue_id} "
+            f"{self.minute:%Y-%m-%d %H:%M}"
+        )
 
 
 class GroupMinute(models.Model):

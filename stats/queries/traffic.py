@@ -35,6 +35,7 @@ from stats.models import (
     TopicMinute,
     TopicRollup,
 )
+from stats.queries.broadcast import ClientLag, broadcast_client_lags
 from stats.queries.source import AS_CHARTS, Coverage, Pick, chosen, coverage, ratio
 
 MINUTE = dt.timedelta(minutes=1)
@@ -345,6 +346,8 @@ class GroupNow:
     health: GroupMinute | None = None
     clients: list[ClientMinute] = field(default_factory=list)
     blocked: list[BlockedQueueMinute] = field(default_factory=list)
+    #: A broadcasting group's answering clients' own lags, per topic (empty for other groups).
+    client_lags: list[ClientLag] = field(default_factory=list)
 
 
 def group_now(cluster_id: int, group: str, now: dt.datetime) -> GroupNow:
@@ -361,6 +364,7 @@ def group_now(cluster_id: int, group: str, now: dt.datetime) -> GroupNow:
         health=GroupMinute.objects.filter(**key).first(),
         clients=list(ClientMinute.objects.filter(**key).order_by("client_id")),
         blocked=list(BlockedQueueMinute.objects.filter(**key).order_by("topic", "broker_name", "queue_id")),
+        client_lags=broadcast_client_lags(cluster_id, minute, [group]),
     )
 
 

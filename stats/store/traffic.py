@@ -20,6 +20,7 @@ from stats.models import (
     BrokerMinute,
     BrokerProbe,
     ClientMinute,
+    ClientQueueLagMinute,
     ClusterMinute,
     ConsumeMinute,
     ConsumerClientMinute,
@@ -42,6 +43,7 @@ MINUTE_TABLES: tuple[tuple[type[models.Model], str], ...] = (
     (TopicMinute, "minute"),
     (ConsumeMinute, "minute"),
     (QueueLagMinute, "minute"),
+    (ClientQueueLagMinute, "minute"),
     (GroupMinute, "minute"),
     (ClientMinute, "minute"),
     (BlockedQueueMinute, "minute"),
@@ -62,6 +64,7 @@ class MinuteSamples:
     topics: list[TopicMinute] = field(default_factory=list)
     consumes: list[ConsumeMinute] = field(default_factory=list)
     queue_lags: list[QueueLagMinute] = field(default_factory=list)
+    client_queue_lags: list[ClientQueueLagMinute] = field(default_factory=list)
     groups: list[GroupMinute] = field(default_factory=list)
     clients: list[ClientMinute] = field(default_factory=list)
     blocked: list[BlockedQueueMinute] = field(default_factory=list)
@@ -92,6 +95,7 @@ def store_minute(samples: MinuteSamples) -> None:
             (TopicMinute, samples.topics),
             (ConsumeMinute, samples.consumes),
             (QueueLagMinute, samples.queue_lags),
+            (ClientQueueLagMinute, samples.client_queue_lags),
             (GroupMinute, samples.groups),
             (ClientMinute, samples.clients),
             (BlockedQueueMinute, samples.blocked),
@@ -120,7 +124,8 @@ def store_demo_history(batch: list[MinuteSamples]) -> int:
         for samples in new:
             if not samples.cluster.demo_history:
                 raise ValueError(f"{samples.cluster} is not marked as demo history")
-            if samples.queue_lags or samples.groups or samples.clients or samples.blocked or samples.events:
+            measured = (samples.queue_lags, samples.client_queue_lags, samples.groups, samples.clients)
+            if any((*measured, samples.blocked, samples.events)):
                 raise ValueError(f"{samples.cluster}: only cluster, broker, topic and consume rows are generated")
         ClusterMinute.objects.bulk_create([samples.cluster for samples in new], batch_size=BATCH_SIZE)
         for model, rows in (

@@ -3,48 +3,20 @@ per queue (messages and time behind, history kept), connections and subscription
 consumer is stuck on, and dead letters of a consumer that keeps failing."""
 
 import datetime as dt
-import json
-import os
-import subprocess
-import sys
 import time
 
 from django.utils import timezone
 
 from monitor.remoting.admin import MQAdmin
-from monitor.remoting.body import SubscriptionGroupConfig, TopicConfig
 from monitor.remoting.errors import RemotingError
 from monitor.sandbox.traffic import Plan
 from monitor.sandbox.traffic.profiles import consumer, producer
 from stats.models import BlockedQueueMinute, ClientMinute, ConsumeMinute, GroupMinute, QueueLagMinute
+from tests.monitor.broadcasting import broadcasting_client, create_topic_and_group
 from tests.monitor.traffic_helpers import OPTIONS, WAIT, collect, plan, running, stored
 from tests.support.waiting import wait_for
 
 pytest_plugins = ["tests.monitor.fixtures_traffic"]
-
-
-# A broadcasting push consumer (real C++ client) whose callbacks hold every message until its stdin closes.
-BROADCASTING_CLIENT = r"""
-import json, sys, threading
-from rocketmq.client import MessageModel, PushConsumer
-
-plan = json.loads(sys.argv[1])
-consumer = PushConsumer(plan["group"], message_model=MessageModel.BROADCASTING)
-consumer.set_namesrv_addr(plan["namesrv"])
-release = threading.Event()
-
-
-def hold(message):
-    release.wait()
-
-
-consumer.subscribe(plan["topic"], hold)
-consumer.start()
-print("STARTED", flush=True)
-sys.stdin.readline()
-release.set()
-consumer.shutdown()
-"""
 
 
 def test_lag_is_what_the_brokers_hold_unconsumed_and_its_age_that_of_the_last_consumed_message(
@@ -214,36 +186,11 @@ def test_retries_and_dead_letters_of_a_failing_consumer(registered, traffic_sand
 def test_a_broadcasting_groups_lag_is_its_furthest_behind_clients(registered, traffic_sandbox, tmp_path):
     """Broadcasting consumers keep their offsets themselves: the brokers know none, the clients report them."""
     topic, group = "TopicBroadcast", "cg_broadcast"
-    master = traffic_sandbox.broker("broker-a")
-    with MQAdmin(traffic_sandbox.namesrv_addr) as admin:
-        for name in traffic_sandbox.broker_names:
-            addr = traffic_sandbox.broker(name).addr
-            admin.create_and_update_topic_config(addr, TopicConfig(topic, read_queue_nums=4, write_queue_nums=4))
-            admin.create_and_update_subscription_group_config(addr, SubscriptionGroupConfig(group))
-        spec = json.dumps({"namesrv": traffic_sandbox.namesrv_addr, "group": group, "topic": topic})
-        client = subprocess.Popen(
-            [sys.executable, "-c", BROADCASTING_CLIENT, spec],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "HOME": str(tmp_path)},
-        )
-        try:
-            assert client.stdout.readline().strip() == "STARTED"
-            (client_id,) = wait_for(
-                lambda: master.consumers.get(group) and master.consumers.get(group).client_ids(), timeout=WAIT
-            )
-
-            def holding_every_queue() -> bool:
-                info = admin.get_consumer_running_info(group, client_id, broker_addr=master.addr)
-                return len([mq for mq in info.mq_table if mq.topic == topic]) == 8
-
-            wait_for(holding_every_queue, what="the client holds every queue", timeout=WAIT)
-            with running(traffic_sandbox, plan(topic, rate=20.0), tmp_path / "producer") as run:
-                sent = run.stop_producers(at_least=20)
-            collect(registered)
-        finally:
-            client.communicate("\n", timeout=30)
+    create_topic_and_group(traffic_sandbox, topic, group)
+    with broadcasting_client(traffic_sandbox, group, topic, tmp_path / "client", hold=True) as client_id:
+        with running(traffic_sandbox, plan(topic, rate=20.0), tmp_path / "producer") as run:
+            sent = run.stop_producers(at_least=20)
+        collect(registered)
 
     row = ConsumeMinute.objects.get(cluster_id=registered.pk, group=group, topic=topic)
     assert (row.lag, row.lag_seconds) == (sent, None)  # nothing consumed: every callback is held

@@ -12,6 +12,8 @@ from stats.histogram import Histogram
 from stats.models import (
     BrokerMinute,
     BrokerProbe,
+    ClientMinute,
+    ClientQueueLagMinute,
     ConsumeMinute,
     GroupMinute,
     ProducerMinute,
@@ -111,36 +113,56 @@ def test_consumer_lag_retry_lag_and_lag_time_use_the_exporters_names_and_labels(
     assert metrics["mqcloud_consumer_blocked_queues"] == {labels(cluster="prod", group="GID_BILLING"): 1}
 
 
-def test_a_broadcasting_groups_queue_lag_names_its_client_furthest_behind(client, scrape_token, prod, billing):
+def test_a_broadcasting_group_has_a_lag_series_per_client_labelled_as_the_exporter_labels_a_client(
+    client, scrape_token, prod, billing
+):
     ConsumerGroup.objects.filter(pk=billing.pk).update(message_model=MessageModel.BROADCASTING)
     minute = ago(1)
+    at = {"cluster_id": prod.pk, "group": "GID_BILLING", "minute": minute}
+    behind, keeping_up = "10.0.0.9@1", "10.0.0.8@1"
     collected(
         1,
         prod,
-        consumes=[ConsumeMinute(cluster_id=prod.pk, group="GID_BILLING", topic="ORDERS", minute=minute, lag=5)],
+        consumes=[ConsumeMinute(**at, topic="ORDERS", lag=5)],
+        groups=[GroupMinute(**at, clients=2, message_model="BROADCASTING")],
+        clients=[
+            ClientMinute(**at, client_id=client_id, address=f"{client_id[:8]}:5000", subscription={"ORDERS": "*"})
+            for client_id in (behind, keeping_up)
+        ],
+        # The group's own lag per queue is its furthest-behind client's; each client's is kept besides.
         queue_lags=[
             QueueLagMinute(
-                cluster_id=prod.pk,
-                group="GID_BILLING",
+                **at,
                 topic="ORDERS",
                 broker_name="broker-a",
                 queue_id=0,
-                minute=minute,
                 broker_offset=10,
                 consumer_offset=5,
                 lag=5,
-                client_id="10.0.0.9@1",
+                client_id=behind,
+            ),
+        ],
+        client_queue_lags=[
+            ClientQueueLagMinute(
+                **at,
+                topic="ORDERS",
+                broker_name="broker-a",
+                queue_id=0,
+                client_id=behind,
+                broker_offset=10,
+                consumer_offset=5,
+                lag=5,
             ),
         ],
     )
     metrics = scrape(client, scrape_token)
-    assert set(metrics["mqcloud_queue_lag"]) == {
-        labels(
-            cluster="prod", group="GID_BILLING", topic="ORDERS", broker="broker-a", queue_id="0", client_id="10.0.0.9@1"
-        )
+    diff = {"cluster": "prod", "group": "GID_BILLING", "topic": "ORDERS", "countOfOnlineConsumers": "2"}
+    assert metrics["rocketmq_group_diff"] == {
+        labels(**diff, msgModel="0", clientId=behind, clientAddr="10.0.0.9:5000"): 5,
+        labels(**diff, msgModel="0", clientId=keeping_up, clientAddr="10.0.0.8:5000"): 0,
     }
-    (diff,) = metrics["rocketmq_group_diff"]
-    assert dict(diff)["msgModel"] == "0"
+    queue = {"cluster": "prod", "group": "GID_BILLING", "topic": "ORDERS", "broker": "broker-a", "queue_id": "0"}
+    assert metrics["mqcloud_queue_lag"] == {labels(**queue, client_id=behind): 5}
     assert "mqcloud_consumer_lag_seconds" not in metrics  # how long a broadcasting group waited is not known
 
 

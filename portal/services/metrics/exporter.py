@@ -9,6 +9,11 @@ at every restart) for ``mqcloud_broker_uptime_seconds``. Rates are per second ov
 portal's charts draw them (a count per minute / 60). In a collected minute, a registered topic or subscription with
 no row of its own had no traffic and no lag, and is exposed as 0 (so ``sum(...) < 1`` alerts can fire); a figure
 the collector could not read (its broker was down) is left out, never 0.
+
+Broadcasting groups, whose clients keep their own offsets and so each have a lag, get one ``rocketmq_group_diff``
+series per answering client, labelled as the exporter labels a client (``clientId``, ``clientAddr``, as in its
+``rocketmq_client_consume_*``); the exporter itself leaves broadcasting groups out of ``rocketmq_group_diff``.
+Judge a group with ``max by (cluster, group, topic)``: its furthest-behind client, as the portal's lag warning does.
 """
 
 from __future__ import annotations
@@ -20,12 +25,15 @@ from prometheus_client.core import GaugeMetricFamily
 from portal.services.metrics.scope import ClusterScope
 from stats.keys import dlq_topic, retry_topic
 from stats.models import BrokerMinute, ConsumeMinute, GroupMinute, TopicMinute
+from stats.queries.broadcast import ClientLag, broadcast_client_lags
 from stats.queries.health import latest_broker_probes
 from stats.queries.traffic import FRESH_FOR
 
 TOPIC_LABELS = ["cluster", "topic"]
 GROUP_LABELS = ["cluster", "topic", "group"]
 DIFF_LABELS = ["cluster", "group", "topic", "countOfOnlineConsumers", "msgModel"]
+#: A broadcasting group's diff series are per client: the exporter's labels of a client.
+CLIENT_DIFF_LABELS = [*DIFF_LABELS, "clientId", "clientAddr"]
 BROKER_LABELS = ["cluster", "brokerIP", "broker", "broker_id"]
 RUNTIME_LABELS = [*BROKER_LABELS, "broker_version"]
 
@@ -92,6 +100,15 @@ def _consumed_pairs(scope: ClusterScope) -> dict[tuple[str, str], dict]:
     return pairs
 
 
+def _client_lags(scope: ClusterScope) -> dict[tuple[str, str], list[ClientLag]]:
+    """(group, topic) -> each answering client's lag, for registered broadcasting groups."""
+    lags: dict[tuple[str, str], list[ClientLag]] = {}
+    for lag in broadcast_client_lags(scope.cluster_id, scope.minute):
+        if lag.group in scope.groups and lag.lag is not None:
+            lags.setdefault((lag.group, lag.topic), []).append(lag)
+    return lags
+
+
 def consumer_families(scopes: list[ClusterScope]) -> Iterator[GaugeMetricFamily]:
     tps = _gauge("rocketmq_consumer_tps", "Messages consumed per second (masters and slaves).", GROUP_LABELS)
     size = _gauge("rocketmq_consumer_message_size", "Bytes consumed per second (GROUP_GET_SIZE).", GROUP_LABELS)
@@ -116,6 +133,7 @@ def consumer_families(scopes: list[ClusterScope]) -> Iterator[GaugeMetricFamily]
             )
             if row["group"] in scope.groups
         }
+        per_client = _client_lags(scope)
         for (group, topic), row in sorted(_consumed_pairs(scope).items()):
             labels = [scope.name, topic, group]
             if row["consume_tps"] is not None:
@@ -129,7 +147,12 @@ def consumer_families(scopes: list[ClusterScope]) -> Iterator[GaugeMetricFamily]
             if row["lag"] is not None:
                 clients = str((health.get(group) or {}).get("clients") or 0)
                 family = retry if topic == retry_topic(group) else diff
-                family.add_metric([scope.name, group, topic, clients, scope.message_model_ordinal(group)], row["lag"])
+                diff_labels = [scope.name, group, topic, clients, scope.message_model_ordinal(group)]
+                if (group, topic) not in per_client:
+                    family.add_metric(diff_labels, row["lag"])
+                for client in per_client.get((group, topic), ()):
+                    values = [*diff_labels, client.client_id, client.address]
+                    family.add_sample(family.name, dict(zip(CLIENT_DIFF_LABELS, values, strict=True)), client.lag)
         for group, row in sorted(health.items()):
             if row["clients"] is not None:
                 count.add_metric([scope.name, group], row["clients"])

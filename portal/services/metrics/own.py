@@ -1,11 +1,12 @@
 """Our own consumer and producer families, under ``mqcloud_``: what the exporter cannot say.
 
 - Lag per queue (``mqcloud_queue_lag`` with the queue's broker and consumer offsets): only the queues a group is
-  behind on are stored, so a queue without a series has no lag. For a broadcasting group the collector keeps, per
-  queue, its furthest-behind client (``client_id``); each client's own lag on every queue is not stored.
+  behind on are stored, so a queue without a series has no lag. A broadcasting group's clients keep their own
+  offsets: it has a series per queue and client (``client_id``) that is behind, each by the client's own account.
 - Lag in seconds per (group, topic), the figure the portal's charts draw (the exporter's
   ``rocketmq_group_get_latency_by_storetime`` is the same in milliseconds). Lag in messages per (group, topic) is
-  ``rocketmq_group_diff``; sum it ``without (countOfOnlineConsumers)``, a label that changes when a client joins.
+  ``rocketmq_group_diff`` (per client for a broadcasting group): take ``max by (cluster, group, topic)``, which
+  also drops ``countOfOnlineConsumers``, a label that changes when a client joins.
 - Producers' send latency as the SDK reported it (:mod:`stats.histogram`): a gauge histogram of the latest fully
   reported minute per (producer group, topic, broker), its 674 buckets folded into :data:`LATENCY_BOUNDS` (each
   stored bucket lands in the first bound at or above its upper edge, so every count is under its ``le``), and the
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 from django.db.models import Max
 from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
@@ -23,7 +25,7 @@ from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
 from portal.services.metrics.scope import ClusterScope
 from stats.histogram import GAMMA, MIN_MS, OVERFLOW, empty, merge_into, percentile_from_counts
 from stats.keys import retry_topic
-from stats.models import ConsumeMinute, GroupMinute, ProducerMinute, QueueLagMinute
+from stats.models import ClientQueueLagMinute, ConsumeMinute, GroupMinute, ProducerMinute, QueueLagMinute
 from stats.queries.producers import PERCENTILES
 from stats.queries.traffic import FRESH_FOR
 
@@ -60,9 +62,9 @@ def lag_families(scopes: list[ClusterScope]) -> Iterator[GaugeMetricFamily]:
         if scope.minute is None:
             continue
         key = {"cluster_id": scope.cluster_id, "minute": scope.minute}
-        for row in QueueLagMinute.objects.filter(**key).values(
-            "group", "topic", "broker_name", "queue_id", "client_id", "lag", "broker_offset", "consumer_offset"
-        ):
+        fields = ("group", "topic", "broker_name", "queue_id", "client_id", "lag", "broker_offset", "consumer_offset")
+        clustering = QueueLagMinute.objects.filter(**key, client_id="").values(*fields)
+        for row in chain(clustering, ClientQueueLagMinute.objects.filter(**key).values(*fields)):
             if not _known(scope, row["group"], row["topic"]):
                 continue
             labels = [

@@ -9,7 +9,7 @@ The rules, as the doc states them:
 - ``portal.models`` imports, of the project, only ``portal.models``, ``portal.env`` and ``stats``: no services,
   access, web, API, tasks or views;
 - inside ``monitor``: ``monitor.remoting`` imports nothing of the project but itself; ``monitor.sdk`` only
-  ``monitor.remoting`` and ``stats.histogram``; ``monitor.launcher`` only ``monitor.remoting``; ``monitor.sandbox``
+  ``monitor.remoting``, ``stats.histogram`` and ``monitor.trace.records`` (the trace format, pure); ``monitor.launcher`` only ``monitor.remoting``; ``monitor.sandbox``
   only ``monitor.remoting`` and ``monitor.sdk``; and only the ``sandbox`` and ``rocketmq`` commands import the sandbox;
 - no module outside ``portal`` names ``portal.tasks``, ``portal.services``, ``portal.web``, ``portal.api`` or
   ``portal.access`` in a string (a Celery task name is an import no ``import`` statement shows);
@@ -117,9 +117,9 @@ def _allowed(importer: str, target: str) -> str | None:
     if _within(importer, "monitor.remoting") and not _within(target, "monitor.remoting"):
         return "monitor.remoting imports nothing of the project but itself"
     if _within(importer, "monitor.sdk") and not _within_any(
-        target, ("monitor.sdk", "monitor.remoting", "stats.histogram")
+        target, ("monitor.sdk", "monitor.remoting", "stats.histogram", "monitor.trace.records")
     ):
-        return "monitor.sdk imports only monitor.remoting and stats.histogram"
+        return "monitor.sdk imports only monitor.remoting, stats.histogram and monitor.trace.records"
     if _within(importer, "monitor.launcher") and not _within_any(target, ("monitor.launcher", "monitor.remoting")):
         return "monitor.launcher imports only monitor.remoting"
     if _within(importer, "monitor.sandbox") and not _within_any(

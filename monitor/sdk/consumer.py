@@ -25,7 +25,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,9 +35,17 @@ from rocketmq.ffi import MessageModel, _CConsumeStatus, dll
 
 from monitor.sdk.bootstrap import Bootstrap
 from monitor.sdk.portal_client import PortalClient
-from monitor.sdk.recorder import MinuteStats, Recorder
-from monitor.sdk.reporter import DEFAULT_MAX_BACKLOG, Reporter, ReportKind, client_address, minute_text
+from monitor.sdk.recorder import Cell, MinuteStats, Recorder
+from monitor.sdk.reporter import DEFAULT_MAX_BACKLOG, Reporter, ReportKind, client_address, minute_text, with_trace
 from monitor.sdk.throttle import RateLimiter
+from monitor.sdk.tracing import (
+    DEFAULT_BUFFER,
+    ClientTracing,
+    TraceSwitch,
+    request_id,
+    sub_after_record,
+    sub_before_record,
+)
 
 log = logging.getLogger("monitor.sdk")
 
@@ -49,8 +57,8 @@ _ALL = ""
 
 
 def _consumer_report(stats: MinuteStats, group: str, client_id: str, client_addr: str) -> dict:
-    cell = stats.brokers[_ALL]
-    return {
+    cell = stats.brokers.get(_ALL) or Cell()  # a minute with trace counts only
+    report = {
         "minute": minute_text(stats.minute),
         "client_id": client_id,
         "client_addr": client_addr,
@@ -60,6 +68,7 @@ def _consumer_report(stats: MinuteStats, group: str, client_id: str, client_addr
         "failures": dict(cell.exceptions),
         "histogram": cell.histogram.to_dict(),
     }
+    return with_trace(report, stats)
 
 
 CONSUMER_REPORTS = ReportKind("consumer", "Consumer", "/api/v1/consumer-reports/", None, _consumer_report)
@@ -93,7 +102,8 @@ class Consumer(rmq.PushConsumer):
     MQCLOUD_PORTAL_URL, MQCLOUD_CONSUMER_TOKEN and MQCLOUD_CONSUMER_TOKEN_FILE environment variables; without them
     nothing is reported and nothing is read from the portal), ``namesrv_addr`` (default: the portal's answer, or
     NAMESRV_ADDR), ``thread_count``, ``max_backlog`` and ``flush_timeout`` (as the producer's), ``refresh`` (seconds
-    between reads of the portal's settings; default: the portal's, one minute)."""
+    between reads of the portal's settings; default: the portal's, one minute), and message trace as the producer's
+    (``trace``, ``trace_topic``, ``trace_buffer``): a SubBefore and a SubAfter record per message of a traced topic."""
 
     def __init__(
         self,
@@ -109,6 +119,9 @@ class Consumer(rmq.PushConsumer):
         max_backlog: int = DEFAULT_MAX_BACKLOG,
         flush_timeout: float = 5.0,
         refresh: float | None = None,
+        trace: bool | Iterable[str] = False,
+        trace_topic: str | None = None,
+        trace_buffer: int = DEFAULT_BUFFER,
     ):
         self._sdk_started = False
         super().__init__(group_id, orderly, message_model)
@@ -139,6 +152,9 @@ class Consumer(rmq.PushConsumer):
         self.bootstrap: Bootstrap | None = None
         self.client_id: str | None = None
         self.given_up = 0  # messages acknowledged after max_reconsume_times failed redeliveries
+        self.tracing = ClientTracing(
+            group_id, TraceSwitch(trace, trace_topic), count=self.recorder.count_trace, capacity=trace_buffer
+        )
 
     # --- configuration ---------------------------------------------------------------------------------------------
 
@@ -180,6 +196,7 @@ class Consumer(rmq.PushConsumer):
             raise ValueError("give the name server addresses (namesrv_addr, NAMESRV_ADDR) or the portal and a token")
         address = client_address(self._namesrv_addrs)
         self.client_id = f"{address}@{os.getpid()}"
+        self.tracing.start(self._namesrv_addrs)
         super().start()
         if self._portal is not None:
             self.reporter = Reporter(
@@ -210,6 +227,7 @@ class Consumer(rmq.PushConsumer):
             try:
                 if self.bootstrap is not None:
                     self.bootstrap.stop()
+                self.tracing.stop(self._flush_timeout)
                 if self.reporter is not None:
                     self.reporter.stop(self._flush_timeout)
             except Exception:  # stopping the statistics must not fail the application's shutdown
@@ -227,6 +245,7 @@ class Consumer(rmq.PushConsumer):
                 self.reporter.stop(0.0)
             if self.bootstrap is not None:
                 self.bootstrap.stop()
+            self.tracing.stop(0.0)
         super().__del__()
 
     # --- settings from the portal ----------------------------------------------------------------------------------
@@ -236,6 +255,7 @@ class Consumer(rmq.PushConsumer):
         if rate != self.throttle.rate:
             log.info("consumer %s: consumption throttle %s", self.group, f"{rate} msg/s" if rate else "off")
         self.throttle.set_rate(rate)
+        self.tracing.apply(settings)
         registered = {entry["topic"] for entry in settings.get("subscriptions", ())}
         for topic in sorted(set(self._subscriptions) - registered):
             log.warning(
@@ -274,6 +294,7 @@ class Consumer(rmq.PushConsumer):
             return _CConsumeStatus.RECONSUME_LATER.value
 
     def _consume(self, subscription: _Subscription, message: rmq.RecvMessage) -> int:
+        before = self._trace_before(subscription.topic, message)
         started = time.perf_counter()
         failure = None
         try:
@@ -283,6 +304,8 @@ class Consumer(rmq.PushConsumer):
             log.warning("consumer %s: listener of %s failed on message %s: %r", self.group, subscription.topic,
                         message.id, error)  # fmt: skip
         cost_ms = (time.perf_counter() - started) * 1000
+        if before is not None:
+            self.tracing.append(subscription.topic, sub_after_record(before, cost_ms=cost_ms, failed=bool(failure)))
         reconsume_times = message.reconsume_times
         self._record(subscription.topic, message.id, reconsume_times, cost_ms, failure)
         if failure is None:
@@ -299,6 +322,18 @@ class Consumer(rmq.PushConsumer):
             )
             return _CConsumeStatus.CONSUME_SUCCESS.value
         return _CConsumeStatus.RECONSUME_LATER.value
+
+    def _trace_before(self, topic: str, message: rmq.RecvMessage):
+        """Buffer the message's SubBefore record when its topic is traced; the record, for its SubAfter."""
+        if not self.tracing.traced(topic):
+            return None
+        try:
+            before = sub_before_record(message, self.group, request_id(), time.time())
+        except Exception:  # tracing must never break consumption
+            log.exception("tracing a message of %s failed", topic)
+            return None
+        self.tracing.append(topic, before)
+        return before
 
     def _record(self, topic: str, msg_id: str, reconsume_times: int, cost_ms: float, failure: str | None) -> None:
         try:

@@ -40,11 +40,12 @@ from rocketmq.exceptions import (
 from rocketmq.ffi import QUEUE_SELECTOR_CALLBACK, SEND_EXCEPTION_CALLBACK, SEND_SUCCESS_CALLBACK, _CStatus, dll
 
 from monitor.remoting.acl import AclCredentials
-from monitor.sdk.bootstrap import Bootstrap
+from monitor.sdk.bootstrap import Bootstrap, BootstrapFailed
 from monitor.sdk.portal_client import PortalClient
 from monitor.sdk.recorder import Recorder
 from monitor.sdk.reporter import DEFAULT_MAX_BACKLOG, Reporter, client_address
 from monitor.sdk.routes import NoRoute, QueueBrokers, RouteTable
+from monitor.sdk.tracing import DEFAULT_BUFFER, ClientTracing, TraceSwitch, pub_record
 
 log = logging.getLogger("monitor.sdk")
 
@@ -109,8 +110,12 @@ class Producer(rmq.Producer):
     MQCLOUD_PRODUCER_TOKEN_FILE environment variables; without a URL and a token nothing is reported, sends are
     still recorded for listeners; with them and no name server address, start() asks the portal for the
     cluster's), ``topics`` (checked for registration and routed at start), ``max_backlog`` (reports kept while the
-    portal is unreachable), ``flush_timeout`` (seconds shutdown() spends reporting the last minute) and
-    ``route_timeout`` (seconds for reading a route from the name servers)."""
+    portal is unreachable), ``flush_timeout`` (seconds shutdown() spends reporting the last minute),
+    ``route_timeout`` (seconds for reading a route from the name servers), ``refresh`` (seconds between reads of
+    the portal's settings; default: the portal's, one minute), and message trace (:mod:`monitor.sdk.tracing`):
+    ``trace`` (True or topic names: traced whatever the portal says; the portal's traced topics are traced too),
+    ``trace_topic`` (default: the portal's for the cluster, else RMQ_SYS_TRACE_TOPIC) and ``trace_buffer``
+    (records waiting to be written; more are dropped and counted). Oneway sends are not traced, as in Java."""
 
     def __init__(
         self,
@@ -126,6 +131,10 @@ class Producer(rmq.Producer):
         max_backlog: int = DEFAULT_MAX_BACKLOG,
         flush_timeout: float = 5.0,
         route_timeout: float = 3.0,
+        refresh: float | None = None,
+        trace: bool | Iterable[str] = False,
+        trace_topic: str | None = None,
+        trace_buffer: int = DEFAULT_BUFFER,
     ):
         self._sdk_started = False
         super().__init__(group_id, timeout, compress_level, max_message_size)
@@ -151,6 +160,12 @@ class Producer(rmq.Producer):
         self._first_sends: set[str] = set()  # topics whose first call into the client is still running
         self._guard_lock = threading.Lock()
         self._async_refs: dict[int, tuple] = {}
+        self._refresh = refresh
+        self._credentials: tuple[str, str, str] | None = None
+        self.bootstrap: Bootstrap | None = None
+        self.tracing = ClientTracing(
+            group_id, TraceSwitch(trace, trace_topic), count=self.recorder.count_trace, capacity=trace_buffer
+        )
 
     # --- configuration the SDK needs too ----------------------------------------------------------------------------
 
@@ -170,6 +185,7 @@ class Producer(rmq.Producer):
     def set_session_credentials(self, access_key: str, access_secret: str, channel: str) -> None:
         super().set_session_credentials(access_key, access_secret, channel)
         self._acl = AclCredentials(access_key, access_secret)
+        self._credentials = (access_key, access_secret, channel)
 
     def set_timeout(self, timeout: int) -> None:
         super().set_timeout(timeout)
@@ -183,9 +199,19 @@ class Producer(rmq.Producer):
     # --- lifecycle -------------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        if not self._namesrv_addrs and self._portal_url and (self._token or self._token_file):
+        if self._portal_url and (self._token or self._token_file):
             portal = PortalClient(self._portal_url, scheme="Producer", token=self._token, token_file=self._token_file)
-            self.set_namesrv_addr(Bootstrap(portal).fetch()["namesrv_addr"])
+            self.bootstrap = Bootstrap(portal, refresh=self._refresh)
+            try:
+                settings = self.bootstrap.fetch()
+            except BootstrapFailed as error:
+                if not self._namesrv_addrs:
+                    raise
+                log.warning("producer %s: %s; following the portal's settings once it answers", self._group, error)
+                settings = {}
+            if not self._namesrv_addrs:
+                self.set_namesrv_addr(settings["namesrv_addr"])
+            self.tracing.switch.apply(settings)
         if not self._namesrv_addrs:
             raise ValueError(
                 "set the name server addresses (set_namesrv_addr, NAMESRV_ADDR) or the portal's URL and a token "
@@ -196,6 +222,9 @@ class Producer(rmq.Producer):
         self._routes.start()
         address = client_address(self._namesrv_addrs)
         self.client_id = f"{address}@{os.getpid()}"
+        self.tracing.start(self._namesrv_addrs, self._credentials)
+        if self.bootstrap is not None:
+            self.bootstrap.follow(lambda _old, new: self.tracing.apply(new), self.client_id)
         if self._portal_url and (self._token or self._token_file):
             self.reporter = Reporter(
                 self.recorder,
@@ -236,6 +265,9 @@ class Producer(rmq.Producer):
             return
         self._sdk_started = False
         try:
+            if self.bootstrap is not None:
+                self.bootstrap.stop()
+            self.tracing.stop(self._flush_timeout if flush else 0.0)
             if self.reporter is not None:
                 self.reporter.stop(self._flush_timeout if flush else 0.0)
             if self._routes is not None:
@@ -327,6 +359,7 @@ class Producer(rmq.Producer):
         """One call into the client on the queue ``pick`` (an index, or the caller's selector function). Returns
         (result or the exception to raise, the chosen index or None) and records the attempt."""
         selection = _Selection()
+        sent_at = time.time()
         started = time.perf_counter()
         try:
             result = self._first_guard(topic, lambda: call(msg, arg, self._selector(selection, pick)), selection)
@@ -335,7 +368,10 @@ class Producer(rmq.Producer):
             result.__cause__ = error
         cost_ms = (time.perf_counter() - started) * 1000
         failure = type(result).__name__ if isinstance(result, Exception) else None
-        self._record(topic, self._broker_of(topic, selection), cost_ms, failure)
+        broker_name = self._broker_of(topic, selection)
+        self._record(topic, broker_name, cost_ms, failure)
+        if isinstance(result, rmq.SendResult):  # oneway sends have none: not traced (as Java's hook)
+            self._trace(msg, topic, result, sent_at, cost_ms, broker_name)
         return result, selection.index if selection.size is not None else None
 
     def _orderly_call(self, msg, arg: int, selector: Callable):
@@ -347,18 +383,22 @@ class Producer(rmq.Producer):
     def _async_attempt(self, msg, topic: str, index: int, success_callback, exception_callback) -> Exception | None:
         """Start one async send on queue ``index``; the callbacks record it. Returns the error if it did not start."""
         selection = _Selection()
+        sent_at = time.time()
         started = time.perf_counter()
         key = id(selection)
 
-        def finish(failure: str | None) -> None:
+        def finish(failure: str | None) -> tuple[str, float]:
             self._async_refs.pop(key, None)
-            self._record(topic, self._broker_of(topic, selection), (time.perf_counter() - started) * 1000, failure)
+            broker_name, cost_ms = self._broker_of(topic, selection), (time.perf_counter() - started) * 1000
+            self._record(topic, broker_name, cost_ms, failure)
+            return broker_name, cost_ms
 
         def on_success(result_pointer) -> None:
-            finish(None)
+            broker_name, cost_ms = finish(None)
+            c_result = result_pointer.contents
+            result = rmq.SendResult(rmq.SendStatus(c_result.sendStatus), c_result.msgId.decode(), c_result.offset)
+            self._trace(msg, topic, result, sent_at, cost_ms, broker_name)
             if success_callback:
-                c_result = result_pointer.contents
-                result = rmq.SendResult(rmq.SendStatus(c_result.sendStatus), c_result.msgId.decode(), c_result.offset)
                 success_callback(result)
 
         def on_exception(c_error) -> None:
@@ -477,6 +517,19 @@ class Producer(rmq.Producer):
                     listener(record)
         except Exception:  # statistics must never break a send
             log.exception("recording a send to %s failed", topic)
+
+    def _trace(self, msg, topic: str, result, sent_at: float, cost_ms: float, broker_name: str) -> None:
+        """Buffer the send's Pub record when its topic is traced (never raises, never blocks)."""
+        if not self.tracing.traced(topic):
+            return
+        try:
+            store_host = self._routes.broker_addr(broker_name)
+            record = pub_record(
+                msg, self._group, topic, result, sent_at=sent_at, cost_ms=cost_ms, store_host=store_host
+            )
+            self.tracing.append(topic, record)
+        except Exception:  # tracing must never break a send
+            log.exception("tracing a send to %s failed", topic)
 
 
 def _other_broker(brokers: QueueBrokers, index: int) -> int | None:

@@ -6,6 +6,9 @@ Recording takes one uncontended lock for a few hundred nanoseconds (``make bench
 send: a clock that steps back records into the next open minute instead. Memory is fixed per (topic, broker)
 and minute, and at most :data:`MAX_OPEN_MINUTES` minutes are held (if the reporter fell that far behind, the
 oldest minute is dropped and counted in :attr:`Recorder.dropped_minutes`).
+
+Message trace (monitor.sdk.tracing) counts its records per topic in the same minutes (:meth:`Recorder.count_trace`:
+written, dropped, failed), so a minute's report of a topic says whether the client traced it and lost records.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class MinuteStats:
     minute: int
     topic: str
     brokers: dict[str, Cell]
+    trace: dict[str, int] | None = None  # trace records written, dropped, failed; None: not traced this minute
 
 
 class Recorder:
@@ -51,6 +55,8 @@ class Recorder:
         self._lock = threading.Lock()
         # epoch minute -> (topic, broker name) -> Cell
         self._minutes: dict[int, dict[tuple[str, str], Cell]] = {}
+        # epoch minute -> topic -> trace record counts
+        self._trace: dict[int, dict[str, dict[str, int]]] = {}
         self._floor = 0  # the first minute not taken yet
         self._minute = -1  # the minute sends are being counted in, and its cells
         self._cells: dict[tuple[str, str], Cell] = {}
@@ -72,6 +78,17 @@ class Recorder:
                 cell.exceptions[exception] = cell.exceptions.get(exception, 0) + 1
             return self._minute * 60
 
+    def count_trace(self, topic: str, field: str, n: int = 1) -> None:
+        """Count ``n`` trace records of ``topic`` as ``field`` (written, dropped, failed) in the current minute."""
+        with self._lock:
+            minute = int(self._clock() // 60)
+            if minute != self._minute:
+                self._open(minute)
+            counts = self._trace.setdefault(self._minute, {}).setdefault(
+                topic, {"written": 0, "dropped": 0, "failed": 0}
+            )
+            counts[field] += n
+
     def _open(self, minute: int) -> dict[tuple[str, str], Cell]:
         """Make ``minute`` (or the first minute not taken yet, if the clock is behind it) the current one."""
         minute = max(minute, self._floor)
@@ -79,7 +96,9 @@ class Recorder:
         if cells is None:
             cells = self._minutes[minute] = {}
             if len(self._minutes) > MAX_OPEN_MINUTES:
-                del self._minutes[min(self._minutes)]
+                oldest = min(self._minutes)
+                del self._minutes[oldest]
+                self._trace.pop(oldest, None)
                 self.dropped_minutes += 1
         self._minute, self._cells = minute, cells
         return cells
@@ -90,13 +109,16 @@ class Recorder:
             now = max(int(self._clock() // 60), self._floor)
             end = now + 1 if everything else now
             taken = sorted(minute for minute in self._minutes if minute < end)
-            minutes = [(minute, self._minutes.pop(minute)) for minute in taken]
+            minutes = [(minute, self._minutes.pop(minute), self._trace.pop(minute, {})) for minute in taken]
             self._floor = max(self._floor, end)
             self._minute = -1
         result = []
-        for minute, cells in minutes:
-            by_topic: dict[str, dict[str, Cell]] = {}
+        for minute, cells, trace in minutes:
+            by_topic: dict[str, dict[str, Cell]] = {topic: {} for topic in trace}
             for (topic, broker_name), cell in cells.items():
                 by_topic.setdefault(topic, {})[broker_name] = cell
-            result.extend(MinuteStats(minute * 60, topic, brokers) for topic, brokers in sorted(by_topic.items()))
+            result.extend(
+                MinuteStats(minute * 60, topic, brokers, trace.get(topic))
+                for topic, brokers in sorted(by_topic.items())
+            )
         return result

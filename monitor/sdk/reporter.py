@@ -62,7 +62,7 @@ class ReportKind:
 
 
 def _producer_report(stats: MinuteStats, group: str, client_id: str, client_addr: str) -> dict:
-    return {
+    report = {
         "minute": minute_text(stats.minute),
         "client_id": client_id,
         "client_addr": client_addr,
@@ -70,6 +70,14 @@ def _producer_report(stats: MinuteStats, group: str, client_id: str, client_addr
         "topic": stats.topic,
         "brokers": [cell.to_report(name) for name, cell in sorted(stats.brokers.items())],
     }
+    return with_trace(report, stats)
+
+
+def with_trace(report: dict, stats: MinuteStats) -> dict:
+    """The report with its minute's trace record counts (``trace``: written, dropped, failed) when it traced."""
+    if stats.trace is not None:
+        report["trace"] = dict(stats.trace)
+    return report
 
 
 PRODUCER_REPORTS = ReportKind("producer", "Producer", "/api/v1/producer-reports/", REGISTRATION_PATH, _producer_report)

@@ -76,6 +76,7 @@ class RouteTable:
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._stale: set[str] = set()
+        self._addrs: dict[str, str] = {}  # broker name -> master address
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -125,13 +126,23 @@ class RouteTable:
     def topics(self) -> Iterable[str]:
         return list(self._current)
 
+    def broker_addr(self, broker_name: str) -> str:
+        """The master's address of a broker of a route read (a traced send's store host); empty if unknown."""
+        return self._addrs.get(broker_name, "")
+
     def _read(self, topic: str) -> QueueBrokers:
         try:
-            return queue_brokers(self._admin.examine_topic_route_info(topic))
+            route = self._admin.examine_topic_route_info(topic)
+            default = False
         except RemotingError as error:
             if error.code != ResponseCode.TOPIC_NOT_EXIST:
                 raise
-        return queue_brokers(self._admin.examine_topic_route_info(DEFAULT_TOPIC), default=True)
+            route = self._admin.examine_topic_route_info(DEFAULT_TOPIC)
+            default = True
+        for data in route.broker_datas:
+            if data.broker_addrs.get(MASTER_ID):
+                self._addrs[data.broker_name] = data.broker_addrs[MASTER_ID]
+        return queue_brokers(route, default=default)
 
     def request_refresh(self, topic: str) -> None:
         """Read the topic's route again soon (a selector saw a queue count matching none of the known lists)."""

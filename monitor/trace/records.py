@@ -23,6 +23,12 @@ Java writes an absent value as the text ``null`` (a message without keys has key
 
 A record that cannot be read (too few fields, a number that is not one, an unknown type) comes back as a
 :class:`MalformedTraceRecord` in its place; decoding a batch never raises.
+
+Writing (the SDK's tracing, monitor.sdk.tracing): :func:`encode_record` writes Pub, SubBefore, SubAfter and
+EndTransaction exactly as 4.9.4's encoderFromContextBean does (every record ends with FIELD_SPLITOR, an absent value
+is ``null``), and :func:`trace_message_keys` the KEYS of a trace message as AsyncTraceDispatcher sets them: every
+record's msgId and keys, once each, in the order Java's HashSet iterates them. Pure Python, no imports of the
+project: the SDK's wheel ships this module.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ __all__ = [
     "TraceType",
     "decode_body",
     "decode_records",
+    "encode_record",
+    "trace_message_keys",
 ]
 
 CONTENT_SPLITOR = "\u0001"  # between the fields of a record
@@ -269,3 +277,77 @@ def decode_records(text: str) -> list[TraceRecord | MalformedTraceRecord]:
 def decode_body(body: bytes) -> list[TraceRecord | MalformedTraceRecord]:
     """A trace message's (already inflated) body: UTF-8 text, undecodable bytes replaced as Java's String does."""
     return decode_records(body.decode("utf-8", errors="replace"))
+
+
+# --- writing ----------------------------------------------------------------------------------------------------
+
+
+def _java(value: object) -> str:
+    """A value as StringBuilder.append writes it: null, true/false, numbers in decimal."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _fields(record: TraceRecord) -> tuple:
+    r = record
+    kind = r.trace_type
+    if kind is TraceType.Pub:
+        return (kind.value, r.timestamp, r.region_id, r.group, r.topic, r.msg_id, r.tags, r.keys, r.store_host,
+                r.body_length, r.cost_ms, MESSAGE_TYPES.index(r.msg_type), r.offset_msg_id, r.success)  # fmt: skip
+    if kind is TraceType.SubBefore:
+        return (kind.value, r.timestamp, r.region_id, r.group, r.request_id, r.msg_id, r.retry_times, r.keys)
+    if kind is TraceType.SubAfter:
+        return (kind.value, r.request_id, r.msg_id, r.cost_ms, r.success, r.keys, r.context_code, r.timestamp,
+                r.group)  # fmt: skip
+    if kind is TraceType.EndTransaction:
+        msg_type = MESSAGE_TYPES.index(r.msg_type)
+        return (kind.value, r.timestamp, r.region_id, r.group, r.topic, r.msg_id, r.tags, r.keys, r.store_host,
+                msg_type, r.transaction_id, r.transaction_state, r.from_transaction_check)  # fmt: skip
+    raise ValueError(f"a 4.9 client writes no {kind.value} record")
+
+
+def encode_record(record: TraceRecord) -> str:
+    """The record as TraceDataEncoder 4.9.4 writes it, FIELD_SPLITOR included (records are concatenated as is)."""
+    return CONTENT_SPLITOR.join(_java(value) for value in _fields(record)) + FIELD_SPLITOR
+
+
+def _java_hash(text: str) -> int:
+    """String.hashCode spread as HashMap.hash spreads it (h ^ h >>> 16), as an unsigned 32-bit number."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def _hash_set_order(keys: list[str], hashes: dict[str, int]) -> list[str]:
+    """How a java.util.HashSet (capacity 16, load factor 0.75) iterates ``keys`` added in this order: by bucket at
+    its final capacity, then insertion order (a resize keeps the relative order within a bucket)."""
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+    return sorted(keys, key=lambda key: hashes[key] & (capacity - 1))
+
+
+def _java_split(text: str) -> list[str]:
+    parts = text.split(" ")
+    while len(parts) > 1 and not parts[-1]:  # String.split drops trailing empty strings
+        parts.pop()
+    return parts
+
+
+def trace_message_keys(records: list[TraceRecord]) -> str:
+    """The KEYS of a trace message holding ``records``: each record's msgId and keys (split on spaces) gathered in
+    its own HashSet (TraceTransferBean.transKey), those added to one HashSet in order, joined with spaces."""
+    hashes: dict[str, int] = {}
+    gathered: dict[str, None] = {}  # insertion-ordered set
+    for record in records:
+        own = dict.fromkeys([record.msg_id, *(_java_split(record.keys) if record.keys else ())])
+        for key in own:
+            if key not in hashes:
+                hashes[key] = _java_hash(key)
+        gathered.update(dict.fromkeys(_hash_set_order(list(own), hashes)))
+    return " ".join(_hash_set_order(list(gathered), hashes))

@@ -222,6 +222,31 @@ class ReportChecker:
         return entry["histogram"], histogram.max_ms if histogram.count else None
 
 
+TRACE_FIELD = "trace"
+TRACE_COUNTS = frozenset({"written", "dropped", "failed"})
+
+
+def fields_of(report: dict, required: frozenset[str]) -> frozenset[str]:
+    """The fields a report must have: ``required``, and ``trace`` when it has one (SDK 1.2 adds it to the minutes
+    a client traced the topic in; older clients leave it out)."""
+    return required | {TRACE_FIELD} if TRACE_FIELD in report else required
+
+
+def check_trace(checker: ReportChecker, index: int, value: Any) -> dict[str, int] | None:
+    """A report's trace counts: an object of exactly written, dropped and failed, each a count; None if absent."""
+    if value is MISSING:
+        return None
+    if not isinstance(value, dict) or set(value) != TRACE_COUNTS or not all(is_count(n) for n in value.values()):
+        checker.error(
+            index,
+            TRACE_FIELD,
+            _("Expected an object of written, dropped and failed, each a whole number from 0 to %(max)d.")
+            % {"max": MAX_COUNT},
+        )
+        return None
+    return value
+
+
 def is_name(value: Any, max_length: int = MAX_NAME) -> bool:
     """Whether a reported name (or a query's topic) is one the tables can store and show."""
     return isinstance(value, str) and 0 < len(value) <= max_length and value == value.strip() and is_printable(value)

@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from portal.models import ConsumerToken, Topic
-from portal.services.client_reports import MISSING, ReportChecker, reports_of
+from portal.services.client_reports import MISSING, ReportChecker, check_trace, fields_of, reports_of
 from stats.models import ConsumerClientMinute
 from stats.store.consumers import store_consumer_minutes
 
@@ -51,7 +51,8 @@ class _BatchChecker(ReportChecker):
         if not isinstance(report, dict):
             self.error(index, "non_field_errors", _("A report must be an object."))
             return None
-        self.fields(index, report, REPORT_FIELDS)
+        self.fields(index, report, fields_of(report, REPORT_FIELDS))
+        check_trace(self, index, report.get("trace", MISSING))
         minute = self.minute(index, report.get("minute", MISSING))
         client_id = self.name(index, "client_id", report.get("client_id", MISSING))
         client_addr = self.address(index, report.get("client_addr", MISSING))

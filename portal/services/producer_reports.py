@@ -26,6 +26,8 @@ from portal.services.client_reports import (
     NAME_EXPECTED,
     ReportChecker,
     ReportsRejected,
+    check_trace,
+    fields_of,
     is_name,
     reports_of,
 )
@@ -91,13 +93,14 @@ class _BatchChecker(ReportChecker):
         if not isinstance(report, dict):
             self.error(index, "non_field_errors", _("A report must be an object."))
             return []
-        self.fields(index, report, REPORT_FIELDS)
+        self.fields(index, report, fields_of(report, REPORT_FIELDS))
         minute = self.minute(index, report.get("minute", MISSING))
         client_id = self.name(index, "client_id", report.get("client_id", MISSING))
         client_addr = self.address(index, report.get("client_addr", MISSING))
         group = self.check_group(index, report.get("producer_group", MISSING))
         topic = self._topic(index, report.get("topic", MISSING))
-        brokers = self._brokers(index, report.get("brokers", MISSING))
+        traced = check_trace(self, index, report.get("trace", MISSING)) is not None
+        brokers = self._brokers(index, report.get("brokers", MISSING), allow_empty=traced)
         if self.rejected(index):
             return []
         return [
@@ -130,10 +133,12 @@ class _BatchChecker(ReportChecker):
         self.error(index, "topic", message % {"topic": topic, "group": self.group.name})
         return None
 
-    def _brokers(self, index: int, value: Any) -> list[_Broker]:
+    def _brokers(self, index: int, value: Any, *, allow_empty: bool = False) -> list[_Broker]:
+        """The broker entries; none only in a minute the client traced the topic without sending (the trace
+        writer counted records of earlier sends)."""
         if value is MISSING:
             return []
-        if not isinstance(value, list) or not value or len(value) > MAX_BROKERS:
+        if not isinstance(value, list) or not (value or allow_empty) or len(value) > MAX_BROKERS:
             self.error(index, "brokers", _("Expected a list of 1 to %(max)d brokers.") % {"max": MAX_BROKERS})
             return []
         checked, names = [], set()

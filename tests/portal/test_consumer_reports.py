@@ -218,3 +218,12 @@ def test_reported_failures_over_the_threshold_raise_a_warning_naming_them(group,
     details = condition.details
     assert (details["failed_messages"], details["consumed"], details["threshold"]) == (3, 15, 3)
     assert details["failures"] == {"ValueError": 2, "TimeoutError": 1} and details["clients"] == ["10.1.2.3@4711"]
+
+
+def test_a_consume_report_may_carry_the_minute_s_trace_counts(api):
+    counts = {"written": 8, "dropped": 0, "failed": 2}
+    batch = {"reports": [report(trace=counts), report(costs=(), client_id="10.1.2.4@1", trace=counts)]}
+
+    assert api.post(URL, batch, format="json").status_code == 202
+    refused = api.post(URL, {"reports": [report(trace={"written": "8"})]}, format="json")
+    assert refused.status_code == 400 and "trace" in refused.json()["reports"]["0"]

@@ -397,3 +397,26 @@ def test_the_registration_check_refuses_a_topic_with_a_nul(api):
     response = api.get(REGISTRATION, {"topic": "ORDERS\x00"})
 
     assert response.status_code == 400 and list(response.json()) == ["topic"]
+
+
+# --- message trace counts (SDK 1.2) --------------------------------------------------------------------------------
+
+
+def test_a_report_may_carry_the_minute_s_trace_counts_and_a_traced_minute_may_have_no_sends(api):
+    counts = {"written": 120, "dropped": 3, "failed": 0}
+
+    assert send(api, report(trace=counts), report(minute=this_minute(-2), brokers=[], trace=counts)).status_code == 202
+    assert ProducerMinute.objects.count() == 2  # the second report's minute had no sends
+
+
+@pytest.mark.parametrize(
+    "trace", [{"written": 1, "dropped": 0}, {"written": -1, "dropped": 0, "failed": 0}, [1, 2, 3], None]
+)
+def test_malformed_trace_counts_are_refused(api, trace):
+    errors = refused(api, report(trace=trace))
+    assert "trace" in errors["reports"]["0"]
+
+
+def test_a_report_without_sends_and_without_trace_counts_is_still_refused(api):
+    errors = refused(api, report(brokers=[]))
+    assert "brokers" in errors["reports"]["0"]

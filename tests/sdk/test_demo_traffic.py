@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 
 from monitor.sandbox.traffic import Traffic
 from monitor.sandbox.traffic.profiles import Plan, TrafficOptions, demo, producer
+from monitor.sdk.reporter import REGISTRATION_PATH
 from portal.management.commands.demo import DEMO_PRODUCERS, TOKEN_LABEL, USER
 from portal.management.commands.demo import Command as DemoCommand
 from portal.models import Cluster, ProducerGroup, Team, Topic
@@ -57,7 +58,7 @@ def test_a_traffic_producer_reports_its_sends_to_the_portal_named_in_its_environ
             sent[broker["broker_name"]] += broker["count"]
             assert Histogram.from_dict(broker["histogram"]).count == broker["count"]
     assert set(sent) == {"broker-a", "broker-b"}
-    checked = [request.query["topic"] for request in portal.requests if request.method == "GET"]
+    checked = [request.query["topic"] for request in portal.requests if request.path == REGISTRATION_PATH]
     assert checked == [[topic]]
 
 

@@ -11,7 +11,7 @@ import sys
 import monitor.sdk, stats.histogram
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in {"django", "portal", "rest_framework", "celery"})
 loaded += sorted(m for m in sys.modules if m.startswith(("stats.", "monitor.")) and not m.startswith(
-    ("monitor.sdk", "monitor.remoting", "stats.histogram")))
+    ("monitor.sdk", "monitor.remoting", "stats.histogram", "monitor.trace.records")) and m != "monitor.trace")
 print(",".join(loaded))
 """
 

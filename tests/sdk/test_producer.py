@@ -18,6 +18,7 @@ from rocketmq.exceptions import ProducerSendOrderlyFailed, ProducerSendSyncFaile
 
 from monitor.remoting.admin import MQAdmin
 from monitor.sdk import UNKNOWN_BROKER, Message, Producer, SendStatus
+from monitor.sdk.reporter import REGISTRATION_PATH
 from stats.histogram import Histogram
 from tests.support.factories import unique
 from tests.support.network import closed_port_url
@@ -195,7 +196,7 @@ def test_shutdown_reports_every_send_to_the_portal(cluster, make_topic, start_pr
             counted[broker["broker_name"]] += broker["count"]
             assert Histogram.from_dict(broker["histogram"]).count == broker["count"]
     assert counted == Counter(record.broker_name for record in producer.records)
-    registration = [request for request in portal.requests if request.method == "GET"]
+    registration = [request for request in portal.requests if request.path == REGISTRATION_PATH]
     assert [request.query["topic"] for request in registration] == [[topic]]
 
 

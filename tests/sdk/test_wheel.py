@@ -33,7 +33,13 @@ def repository_files(*patterns: str) -> set[str]:
 
 # What the wheel must hold: the SDK, the wire client it reads routes with, the histogram, and their package markers.
 SDK_FILES = repository_files(
-    "monitor/__init__.py", "monitor/sdk/*.py", "monitor/remoting/**/*.py", "stats/__init__.py", "stats/histogram.py"
+    "monitor/__init__.py",
+    "monitor/sdk/*.py",
+    "monitor/remoting/**/*.py",
+    "monitor/trace/__init__.py",
+    "monitor/trace/records.py",
+    "stats/__init__.py",
+    "stats/histogram.py",
 )
 
 

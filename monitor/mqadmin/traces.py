@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from monitor.mqadmin.common import SubCommand, format_date, parse_timestamp, time_range
 from monitor.remoting.admin import MQAdmin
+from monitor.remoting.javahash import java_hashmap_order
 from monitor.trace import reader
 from monitor.trace.records import RMQ_SYS_TRACE_TOPIC, TraceType
 from monitor.trace.timeline import MessageTimeline
@@ -36,23 +37,6 @@ def query_msg_trace_by_id(admin: MQAdmin, args: argparse.Namespace) -> TraceQuer
     return TraceQuery(
         reader.read_timeline(admin, args.msg_id.strip(), trace_topic=args.trace_topic, begin_ms=begin_ms, end_ms=end_ms)
     )
-
-
-def java_hashmap_order(keys: list[str]) -> list[str]:
-    """The order a java.util.HashMap<String, ?> created with capacity 16 iterates ``keys`` put in this order:
-    by bucket (String.hashCode spread as HashMap.hash does, masked by the final capacity), then insertion order."""
-    capacity = 16
-    while len(keys) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(key: str) -> int:
-        h = 0
-        units = key.encode("utf-16-be")
-        for i in range(0, len(units), 2):
-            h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(keys, key=bucket)  # sorted() is stable: insertion order within a bucket
 
 
 def render_trace(result: TraceQuery, args: argparse.Namespace) -> str:

@@ -21,7 +21,6 @@ import ctypes
 import itertools
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Iterable
 from ctypes import c_void_p
@@ -41,6 +40,7 @@ from rocketmq.ffi import QUEUE_SELECTOR_CALLBACK, SEND_EXCEPTION_CALLBACK, SEND_
 
 from monitor.remoting.acl import AclCredentials
 from monitor.sdk.bootstrap import Bootstrap, BootstrapFailed
+from monitor.sdk.first_send import FirstSendGuard, Selection, Stuck, make_selector, other_broker
 from monitor.sdk.portal_client import PortalClient
 from monitor.sdk.recorder import Recorder
 from monitor.sdk.reporter import DEFAULT_MAX_BACKLOG, Reporter, client_address
@@ -80,20 +80,6 @@ class SendRecord:
     cost_ms: float
     exception: str | None
     minute: int
-
-
-class _Stuck(Exception):
-    """The client did not return from a first send to a topic in time."""
-
-
-class _Selection:
-    """What a queue selector chose during one client call: the client's queue count and the index."""
-
-    __slots__ = ("index", "size")
-
-    def __init__(self) -> None:
-        self.size: int | None = None
-        self.index = 0
 
 
 def _topic_of(message: rmq.Message) -> str:
@@ -156,9 +142,9 @@ class Producer(rmq.Producer):
         self._routes: RouteTable | None = None
         self._listeners: list[Callable[[SendRecord], None]] = []
         self._counters: dict[str, itertools.count] = {}
-        self._warm: set[str] = set()  # topics the client has returned from a call for (it has their route)
-        self._first_sends: set[str] = set()  # topics whose first call into the client is still running
-        self._guard_lock = threading.Lock()
+        # As long as the SDK's own route read may take, plus the send: the client's route requests have a fixed 5 s
+        # timeout each (and two of them for a new topic), far longer than a name server that answers needs.
+        self._guard = FirstSendGuard(lambda: self._route_timeout + self._timeout_ms / 1000)
         self._async_refs: dict[int, tuple] = {}
         self._refresh = refresh
         self._credentials: tuple[str, str, str] | None = None
@@ -303,7 +289,7 @@ class Producer(rmq.Producer):
         for _ in range(retry_times):
             if not isinstance(result, Exception) or index is None:
                 break
-            index = _other_broker(brokers, index)
+            index = other_broker(brokers, index)
             if index is None:
                 break
             result, index = self._attempt(msg, topic, ProducerSendOrderlyFailed, self._orderly_call, index, 0)
@@ -333,7 +319,7 @@ class Producer(rmq.Producer):
             error = self._async_attempt(msg, topic, index, success_callback, exception_callback)
             if error is None:
                 return None
-            index = _other_broker(brokers, index)
+            index = other_broker(brokers, index)
             if index is None:
                 break
         raise error
@@ -350,7 +336,7 @@ class Producer(rmq.Producer):
                 return result
             if chosen is None:  # failed before choosing a queue (a bad message, no route): no broker to avoid
                 break
-            index = _other_broker(brokers, index)
+            index = other_broker(brokers, index)
             if index is None:
                 break
         raise result
@@ -358,12 +344,12 @@ class Producer(rmq.Producer):
     def _attempt(self, msg, topic: str, error_class: type[Exception], call: Callable, pick, arg: int):
         """One call into the client on the queue ``pick`` (an index, or the caller's selector function). Returns
         (result or the exception to raise, the chosen index or None) and records the attempt."""
-        selection = _Selection()
+        selection = Selection()
         sent_at = time.time()
         started = time.perf_counter()
         try:
-            result = self._first_guard(topic, lambda: call(msg, arg, self._selector(selection, pick)), selection)
-        except (RocketMQException, _Stuck) as error:
+            result = self._guard.run(topic, lambda: call(msg, arg, make_selector(selection, pick)), selection)
+        except (RocketMQException, Stuck) as error:
             result = error if isinstance(error, error_class) else error_class(str(error))
             result.__cause__ = error
         cost_ms = (time.perf_counter() - started) * 1000
@@ -382,7 +368,7 @@ class Producer(rmq.Producer):
 
     def _async_attempt(self, msg, topic: str, index: int, success_callback, exception_callback) -> Exception | None:
         """Start one async send on queue ``index``; the callbacks record it. Returns the error if it did not start."""
-        selection = _Selection()
+        selection = Selection()
         sent_at = time.time()
         started = time.perf_counter()
         key = id(selection)
@@ -410,7 +396,7 @@ class Producer(rmq.Producer):
                 log.error("async send to %s failed and no exception callback was given: %s", topic, error)
 
         callbacks = (
-            QUEUE_SELECTOR_CALLBACK(self._selector(selection, index)),
+            QUEUE_SELECTOR_CALLBACK(make_selector(selection, index)),
             SEND_SUCCESS_CALLBACK(on_success),
             SEND_EXCEPTION_CALLBACK(on_exception),
         )
@@ -425,8 +411,8 @@ class Producer(rmq.Producer):
             )
 
         try:
-            self._first_guard(topic, call, selection)
-        except (RocketMQException, _Stuck) as error:
+            self._guard.run(topic, call, selection)
+        except (RocketMQException, Stuck) as error:
             finish(RocketMQException.__name__)
             return error if isinstance(error, RocketMQException) else RocketMQException(str(error))
         return None
@@ -451,17 +437,7 @@ class Producer(rmq.Producer):
             counter = self._counters.setdefault(topic, itertools.count())
         return counter
 
-    def _selector(self, selection: _Selection, pick) -> Callable:
-        """A queue selector for the client that notes the queue count and the index it returns."""
-
-        def select(size: int, message, arg) -> int:
-            index = pick(size, message, arg) if callable(pick) else pick
-            selection.size, selection.index = size, index
-            return index if 0 <= index < size else index % size
-
-        return select
-
-    def _broker_of(self, topic: str, selection: _Selection) -> str:
+    def _broker_of(self, topic: str, selection: Selection) -> str:
         if selection.size is None:
             return UNKNOWN_BROKER
         brokers = self._routes.brokers_for_size(topic, selection.size)
@@ -469,44 +445,6 @@ class Producer(rmq.Producer):
             self._routes.request_refresh(topic)
             return UNKNOWN_BROKER
         return brokers[selection.index % selection.size]
-
-    def _first_guard(self, topic: str, call: Callable, selection: _Selection):
-        """Run ``call``; the first call for a topic runs in a helper thread with a deadline, because that is when
-        the client fetches the topic's route and may wait about a minute on a name server that does not answer.
-        Until that call returns, further sends to the topic fail at once instead of piling up behind it."""
-        if topic in self._warm:
-            return call()
-        with self._guard_lock:
-            if topic in self._first_sends:
-                raise _Stuck(f"the first send to {topic} has not returned yet; not sending more until it does")
-            self._first_sends.add(topic)
-        outcome: dict = {}
-        done = threading.Event()
-
-        def run() -> None:
-            try:
-                outcome["result"] = call()
-            except BaseException as error:  # handed to the waiting caller below
-                outcome["error"] = error
-            finally:
-                with self._guard_lock:
-                    self._first_sends.discard(topic)
-                    if selection.size is not None:  # the client had the route
-                        self._warm.add(topic)
-                done.set()
-
-        threading.Thread(target=run, name="mqcloud-sdk-first-send", daemon=True).start()
-        # As long as the SDK's own route read may take, plus the send: the client's route requests have a fixed 5 s
-        # timeout each (and two of them for a new topic), far longer than a name server that answers needs.
-        deadline = self._route_timeout + self._timeout_ms / 1000
-        if not done.wait(deadline):
-            raise _Stuck(
-                f"the RocketMQ client did not return within {deadline:g} s from the first send to {topic} "
-                "(a name server or broker that accepts connections but does not answer?)"
-            )
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome.get("result")
 
     def _record(self, topic: str, broker_name: str, cost_ms: float, exception: str | None) -> None:
         try:
@@ -530,13 +468,3 @@ class Producer(rmq.Producer):
             self.tracing.append(topic, record)
         except Exception:  # tracing must never break a send
             log.exception("tracing a send to %s failed", topic)
-
-
-def _other_broker(brokers: QueueBrokers, index: int) -> int | None:
-    """The next queue after ``index`` on another broker, as the client picks a retry's queue; None if none."""
-    size = len(brokers)
-    for step in range(1, size):
-        candidate = (index + step) % size
-        if brokers[candidate] != brokers[index % size]:
-            return candidate
-    return None

@@ -37,6 +37,8 @@ import enum
 import re
 from dataclasses import dataclass
 
+from monitor.remoting.javahash import java_hashmap_order
+
 __all__ = [
     "CONSUME_RETURN_TYPES",
     "CONTENT_SPLITOR",
@@ -314,24 +316,6 @@ def encode_record(record: TraceRecord) -> str:
     return CONTENT_SPLITOR.join(_java(value) for value in _fields(record)) + FIELD_SPLITOR
 
 
-def _java_hash(text: str) -> int:
-    """String.hashCode spread as HashMap.hash spreads it (h ^ h >>> 16), as an unsigned 32-bit number."""
-    h = 0
-    units = text.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return h ^ (h >> 16)
-
-
-def _hash_set_order(keys: list[str], hashes: dict[str, int]) -> list[str]:
-    """How a java.util.HashSet (capacity 16, load factor 0.75) iterates ``keys`` added in this order: by bucket at
-    its final capacity, then insertion order (a resize keeps the relative order within a bucket)."""
-    capacity = 16
-    while len(keys) > capacity * 3 // 4:
-        capacity *= 2
-    return sorted(keys, key=lambda key: hashes[key] & (capacity - 1))
-
-
 def _java_split(text: str) -> list[str]:
     parts = text.split(" ")
     while len(parts) > 1 and not parts[-1]:  # String.split drops trailing empty strings
@@ -342,12 +326,8 @@ def _java_split(text: str) -> list[str]:
 def trace_message_keys(records: list[TraceRecord]) -> str:
     """The KEYS of a trace message holding ``records``: each record's msgId and keys (split on spaces) gathered in
     its own HashSet (TraceTransferBean.transKey), those added to one HashSet in order, joined with spaces."""
-    hashes: dict[str, int] = {}
     gathered: dict[str, None] = {}  # insertion-ordered set
     for record in records:
         own = dict.fromkeys([record.msg_id, *(_java_split(record.keys) if record.keys else ())])
-        for key in own:
-            if key not in hashes:
-                hashes[key] = _java_hash(key)
-        gathered.update(dict.fromkeys(_hash_set_order(list(own), hashes)))
-    return " ".join(_hash_set_order(list(gathered), hashes))
+        gathered.update(dict.fromkeys(java_hashmap_order(own)))
+    return " ".join(java_hashmap_order(gathered))

@@ -12,7 +12,8 @@ import zlib
 import pytest
 
 from monitor.mqadmin.common import format_date
-from monitor.mqadmin.traces import TraceQuery, java_hashmap_order, render_trace
+from monitor.mqadmin.traces import TraceQuery, render_trace
+from monitor.remoting.javahash import java_hashmap_order
 from monitor.remoting.message import decode_messages
 from monitor.trace.reader import client_ip, entries_of
 from monitor.trace.records import (

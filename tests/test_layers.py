@@ -9,8 +9,9 @@ The rules, as the doc states them:
 - ``portal.models`` imports, of the project, only ``portal.models``, ``portal.env`` and ``stats``: no services,
   access, web, API, tasks or views;
 - inside ``monitor``: ``monitor.remoting`` imports nothing of the project but itself; ``monitor.sdk`` only
-  ``monitor.remoting``, ``stats.histogram`` and ``monitor.trace.records`` (the trace format, pure); ``monitor.launcher`` only ``monitor.remoting``; ``monitor.sandbox``
-  only ``monitor.remoting`` and ``monitor.sdk``; and only the ``sandbox`` and ``rocketmq`` commands import the sandbox;
+  ``monitor.remoting``, ``stats.histogram`` and ``monitor.trace.records`` (the trace format, pure);
+  ``monitor.launcher`` only ``monitor.remoting``; ``monitor.sandbox`` only ``monitor.remoting`` and ``monitor.sdk``;
+  and only the ``sandbox`` and ``rocketmq`` commands import the sandbox;
 - no module outside ``portal`` names ``portal.tasks``, ``portal.services``, ``portal.web``, ``portal.api`` or
   ``portal.access`` in a string (a Celery task name is an import no ``import`` statement shows);
 - portal's modules import each other without a cycle at module level (an import inside a function is allowed to

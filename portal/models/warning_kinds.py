@@ -18,6 +18,7 @@ class WarningKind(models.TextChoices):
     PRODUCE_ERRORS = "produce_errors", _("produce errors")
     TRAFFIC_SURGE = "traffic_surge", _("topic traffic surge")
     TRAFFIC_DROP = "traffic_drop", _("topic traffic drop")
+    TRACE_FAILURES = "trace_failures", _("message trace records dropped or not written")
     NAMESERVER_DOWN = "nameserver_down", _("name server down")
     BROKER_DOWN = "broker_down", _("broker down")
     SLAVE_LAG = "slave_lag", _("slave falling behind its master")
@@ -50,6 +51,7 @@ KIND_SUBJECT: dict[str, str] = {
     WarningKind.PRODUCE_ERRORS: SubjectType.PRODUCER_GROUP,
     WarningKind.TRAFFIC_SURGE: SubjectType.TOPIC,
     WarningKind.TRAFFIC_DROP: SubjectType.TOPIC,
+    WarningKind.TRACE_FAILURES: SubjectType.TOPIC,
     WarningKind.NAMESERVER_DOWN: SubjectType.NAMESERVER,
     WarningKind.BROKER_DOWN: SubjectType.BROKER,
     WarningKind.SLAVE_LAG: SubjectType.BROKER,

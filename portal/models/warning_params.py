@@ -16,6 +16,8 @@ Parameters per kind, default and accepted range in brackets (every kind also has
 - dead_letters: ``messages_per_hour`` (1; 1 to 10**12) messages reaching the group's %DLQ% topic in the last hour.
 - produce_errors: ``exceptions`` (1; 1 to 10**12) send exceptions reported by the SDK within ``window_minutes``
   (5; 1 to 1,440).
+- trace_failures: ``records`` (1; 1 to 10**12) trace records of the topic its SDK clients dropped (their trace
+  buffer was full) or failed to write to the trace topic within ``window_minutes`` (5; 1 to 1,440).
 - traffic_surge: this minute's messages over ``factor`` (3.0; more than 1, at most 1,000) × the mean of the last
   ``baseline_minutes`` (60; 5 to 1,440), ignored below ``min_per_minute`` (100; 0 to 10**12) messages.
 - traffic_drop: this minute's messages under ``factor`` (0.2; more than 0 and less than 1) × the baseline mean of
@@ -143,6 +145,10 @@ PARAMS: dict[str, list[Param]] = {
     ],
     WarningKind.PRODUCE_ERRORS: [
         _messages("exceptions", 1, _("send exceptions")),
+        Param("window_minutes", int, 5, _("within (minutes)"), minimum=1, maximum=MAX_BASELINE_MINUTES),
+    ],
+    WarningKind.TRACE_FAILURES: [
+        _messages("records", 1, _("trace records dropped or not written")),
         Param("window_minutes", int, 5, _("within (minutes)"), minimum=1, maximum=MAX_BASELINE_MINUTES),
     ],
     WarningKind.TRAFFIC_SURGE: [

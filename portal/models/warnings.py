@@ -13,7 +13,7 @@ changes; the nullable foreign keys link it to the registry row when there is one
 =============== ============================== ==================================================================
 subject type    subject name                   kinds
 =============== ============================== ==================================================================
-topic           topic name                     traffic_surge, traffic_drop
+topic           topic name                     traffic_surge, traffic_drop, trace_failures
 consumer_group  consumer group name            consumer_lag, client_blocked, offset_moved, subscription_mismatch,
                                                consume_failures, dead_letters
 producer_group  producer group name            produce_errors

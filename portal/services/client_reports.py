@@ -6,7 +6,8 @@ and consumers (:mod:`portal.services.consumer_reports`): the batch envelope, and
 :func:`portal.inputs.is_printable`: PostgreSQL stores no NUL), counts that fit a ``bigint``
 (:data:`stats.histogram.MAX_COUNT`), exceptions by class, and a histogram (:meth:`Histogram.from_dict`) whose count
 is the report's. A batch is checked whole before anything is stored; errors are keyed by report index and field
-(:class:`ReportsRejected`).
+(:class:`ReportsRejected`). The trace counts a report may carry (``trace``: written, dropped, failed) are checked
+here too and kept as :class:`stats.models.TraceClientMinute` rows beside the report's own.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from django.utils.translation import gettext_lazy
 
 from portal.inputs import is_printable
 from stats.histogram import MAX_COUNT, Histogram
+from stats.models import TraceClientMinute
 
 MAX_REPORTS = 1000
 # The largest body the endpoints read: 1000 reports of 8 brokers with wide latency spreads are about 30 MB.
@@ -230,6 +232,14 @@ def fields_of(report: dict, required: frozenset[str]) -> frozenset[str]:
     """The fields a report must have: ``required``, and ``trace`` when it has one (SDK 1.2 adds it to the minutes
     a client traced the topic in; older clients leave it out)."""
     return required | {TRACE_FIELD} if TRACE_FIELD in report else required
+
+
+def trace_row(checker: ReportChecker, role: str, counts: dict[str, int] | None, **key) -> list[TraceClientMinute]:
+    """A checked report's trace counts as the :class:`TraceClientMinute` of ``role`` (a one-item list; none without
+    trace counts); ``key`` holds the report's checked group, topic, client_id, client_addr and minute."""
+    if counts is None:
+        return []
+    return [TraceClientMinute(cluster_id=checker.cluster_id, role=role, updated_at=checker.now, **key, **counts)]
 
 
 def check_trace(checker: ReportChecker, index: int, value: Any) -> dict[str, int] | None:

@@ -4,7 +4,8 @@ exception class, and the consume-time histogram.
 
 A batch is checked whole before anything is stored, as every client report is (:mod:`portal.services.client_reports`);
 here: the topic (one the token's consumer group is registered as subscribed to), the count, the failures and the
-histogram. A valid batch is stored in one upsert, so a batch sent again changes nothing (:mod:`stats.store.consumers`).
+histogram. A valid batch is stored in one transaction of upserts, so a batch sent again changes nothing
+(:mod:`stats.store.consumers`, and :mod:`stats.store.tracing` for the reports' trace counts).
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from portal.models import ConsumerToken, Topic
-from portal.services.client_reports import MISSING, ReportChecker, check_trace, fields_of, reports_of
-from stats.models import ConsumerClientMinute
+from portal.services.client_reports import MISSING, ReportChecker, check_trace, fields_of, reports_of, trace_row
+from stats.models import ConsumerClientMinute, TraceClientMinute
+from stats.models.tracing import CONSUMER
 from stats.store.consumers import store_consumer_minutes
+from stats.store.tracing import store_trace_minutes
 
 REPORT_FIELDS = frozenset(
     {"minute", "client_id", "client_addr", "consumer_group", "topic", "count", "failures", "histogram"}
@@ -30,9 +34,11 @@ def accept(token: ConsumerToken, body: Any, *, now: dt.datetime | None = None) -
     """Validate a batch ``{"reports": [...]}`` sent with ``token`` and store it; returns the number of reports."""
     reports = reports_of(body)
     checker = _BatchChecker(token.consumer_group, now or timezone.now())
-    rows = [row for index, report in enumerate(reports) if (row := checker.check(index, report)) is not None]
+    rows = [row for index, report in enumerate(reports) for row in checker.check(index, report)]
     checker.raise_problems()
-    store_consumer_minutes(rows)
+    with transaction.atomic():
+        store_consumer_minutes(row for row in rows if isinstance(row, ConsumerClientMinute))
+        store_trace_minutes(row for row in rows if isinstance(row, TraceClientMinute))
     return len(reports)
 
 
@@ -47,12 +53,12 @@ class _BatchChecker(ReportChecker):
         super().__init__(group, now)
         self.group_topics = set(group.topics.values_list("name", flat=True))
 
-    def check(self, index: int, report: Any) -> ConsumerClientMinute | None:
+    def check(self, index: int, report: Any) -> list[ConsumerClientMinute | TraceClientMinute]:
         if not isinstance(report, dict):
             self.error(index, "non_field_errors", _("A report must be an object."))
-            return None
+            return []
         self.fields(index, report, fields_of(report, REPORT_FIELDS))
-        check_trace(self, index, report.get("trace", MISSING))
+        trace = check_trace(self, index, report.get("trace", MISSING))
         minute = self.minute(index, report.get("minute", MISSING))
         client_id = self.name(index, "client_id", report.get("client_id", MISSING))
         client_addr = self.address(index, report.get("client_addr", MISSING))
@@ -62,9 +68,9 @@ class _BatchChecker(ReportChecker):
         failures = self.exceptions(index, "failures", report.get("failures", MISSING))
         checked = self.histogram(index, report, count, failures, "failures")
         if self.rejected(index) or checked is None:
-            return None
+            return []
         histogram, max_ms = checked
-        return ConsumerClientMinute(
+        consumed = ConsumerClientMinute(
             cluster_id=self.cluster_id,
             consumer_group=group,
             topic=topic,
@@ -78,6 +84,8 @@ class _BatchChecker(ReportChecker):
             max_ms=max_ms,
             updated_at=self.now,
         )
+        key = {"group": group, "topic": topic, "client_id": client_id, "client_addr": client_addr, "minute": minute}
+        return [consumed, *trace_row(self, CONSUMER, trace, **key)]
 
     def _topic(self, index: int, value: Any) -> str | None:
         topic = self.name(index, "topic", value)

@@ -4,8 +4,8 @@ SDK's startup question "is my producer group registered for this topic?".
 A batch is checked whole before anything is stored, as every client report is (:mod:`portal.services.client_reports`:
 the envelope, the group against the token's, minute, address, names, counts, exceptions, histograms); here: the
 topic (registered on the cluster, and for the token's group) and the list of brokers, each with its count,
-exceptions and latency histogram. A valid batch is stored in one upsert, so a batch sent again changes nothing
-(:mod:`stats.store.producers`).
+exceptions and latency histogram. A valid batch is stored in one transaction of upserts, so a batch sent again
+changes nothing (:mod:`stats.store.producers`, and :mod:`stats.store.tracing` for the reports' trace counts).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -30,9 +31,12 @@ from portal.services.client_reports import (
     fields_of,
     is_name,
     reports_of,
+    trace_row,
 )
-from stats.models import ProducerMinute
+from stats.models import ProducerMinute, TraceClientMinute
+from stats.models.tracing import PRODUCER
 from stats.store.producers import store_producer_minutes
+from stats.store.tracing import store_trace_minutes
 
 __all__ = [
     "MAX_BATCH_BYTES",
@@ -71,7 +75,9 @@ def accept(token: ProducerToken, body: Any, *, now: dt.datetime | None = None) -
     for index, report in enumerate(reports):
         rows.extend(checker.check(index, report))
     checker.raise_problems()
-    store_producer_minutes(rows)
+    with transaction.atomic():
+        store_producer_minutes(row for row in rows if isinstance(row, ProducerMinute))
+        store_trace_minutes(row for row in rows if isinstance(row, TraceClientMinute))
     return len(reports)
 
 
@@ -89,7 +95,7 @@ class _BatchChecker(ReportChecker):
         super().__init__(group, now)
         self.group_topics = set(group.topics.values_list("name", flat=True))
 
-    def check(self, index: int, report: Any) -> list[ProducerMinute]:
+    def check(self, index: int, report: Any) -> list[ProducerMinute | TraceClientMinute]:
         if not isinstance(report, dict):
             self.error(index, "non_field_errors", _("A report must be an object."))
             return []
@@ -99,11 +105,12 @@ class _BatchChecker(ReportChecker):
         client_addr = self.address(index, report.get("client_addr", MISSING))
         group = self.check_group(index, report.get("producer_group", MISSING))
         topic = self._topic(index, report.get("topic", MISSING))
-        traced = check_trace(self, index, report.get("trace", MISSING)) is not None
-        brokers = self._brokers(index, report.get("brokers", MISSING), allow_empty=traced)
+        trace = check_trace(self, index, report.get("trace", MISSING))
+        brokers = self._brokers(index, report.get("brokers", MISSING), allow_empty=trace is not None)
         if self.rejected(index):
             return []
-        return [
+        key = {"group": group, "topic": topic, "client_id": client_id, "client_addr": client_addr, "minute": minute}
+        return trace_row(self, PRODUCER, trace, **key) + [
             ProducerMinute(
                 cluster_id=self.cluster_id,
                 producer_group=group,

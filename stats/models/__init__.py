@@ -18,6 +18,7 @@ from stats.models.rollups import (
     TopicRollup,
 )
 from stats.models.servers import SERVER_SLOT, ServerDiskSample, ServerSample, slot_start
+from stats.models.tracing import TraceClientMinute
 from stats.models.traffic import (
     BlockedQueueMinute,
     BrokerMinute,
@@ -64,5 +65,6 @@ __all__ = [
     "ServerSample",
     "TopicMinute",
     "TopicRollup",
+    "TraceClientMinute",
     "slot_start",
 ]

@@ -30,13 +30,15 @@ from stats.models import (
     ProducerMinute,
     QueueLagMinute,
     TopicMinute,
+    TraceClientMinute,
 )
 from stats.store.retention import delete_in_batches
 
 # Rows per INSERT: few round trips, well under SQLite's bound-parameter limit for the widest table.
 BATCH_SIZE = 500
 _FIGURES = ["put_nums", "put_size", "get_nums", "get_size"]
-# Every per-minute table (by the column retention goes by), producers' reports (stats.store.producers) included.
+# Every per-minute table (by the column retention goes by), the SDK's reports (stats.store.producers, consumers and
+# tracing) included.
 MINUTE_TABLES: tuple[tuple[type[models.Model], str], ...] = (
     (ClusterMinute, "minute"),
     (BrokerMinute, "minute"),
@@ -51,6 +53,7 @@ MINUTE_TABLES: tuple[tuple[type[models.Model], str], ...] = (
     (BrokerProbe, "minute"),
     (ProducerMinute, "minute"),
     (ConsumerClientMinute, "minute"),
+    (TraceClientMinute, "minute"),
     (OffsetMovedEvent, "stored_at"),
 )
 

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from monitor.messages.send import send_message
 from monitor.remoting.admin import MQAdmin
 from monitor.trace.records import CONTENT_SPLITOR, FIELD_SPLITOR, RMQ_SYS_TRACE_TOPIC
 from portal.models import Cluster, ConsumerGroup, Subscription
+from stats.models import TraceClientMinute
+from stats.models.tracing import PRODUCER
+from stats.store.tracing import store_trace_minutes
 from tests.portal.message_world import create_group, create_topic, live_group_fixture, live_topic_fixture, send  # noqa: F401
 from tests.support.factories import unique
 
@@ -160,6 +164,23 @@ def test_a_message_without_trace_says_so_and_how_to_switch_tracing_on(
     assert f"No trace record of this message in {RMQ_SYS_TRACE_TOPIC}." in html
     assert "switch message trace on" in html and "docs/trace.md" in html
     assert "Not consumed by group" not in html  # nothing traced: no group is blamed
+    assert not trace["topic_traced"]
+    assert "No SDK client of this topic reported writing trace records in the last few minutes." in html
+
+
+def test_a_message_without_trace_of_a_topic_sdk_clients_trace_says_they_do(
+    client, cluster, member, live_topic, live_group, sent
+):
+    store_trace_minutes([TraceClientMinute(
+        cluster_id=cluster.pk, role=PRODUCER, group="PG_OTHER", topic=live_topic.name, client_id="10.9.9.9@1",
+        client_addr="10.9.9.9", minute=timezone.now().replace(second=0, microsecond=0), written=10, dropped=0,
+        failed=0, updated_at=timezone.now(),
+    )])  # fmt: skip
+
+    response = page(client, member, cluster, live_topic.name, sent.offset_msg_id)
+
+    assert response.context["trace"]["topic_traced"]
+    assert "SDK clients of this topic write trace records now" in response.content.decode()
 
 
 def test_a_trace_topic_the_cluster_does_not_have_is_named(client, cluster, member, live_topic, sent):

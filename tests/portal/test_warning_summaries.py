@@ -273,6 +273,12 @@ EXAMPLES = {
         "topics": ["TopicA"], "clients": ["10.0.0.7@1"], "last_failure_minute": "2026-03-02T09:59:00+00:00",
         "threshold": 10,
     }),
+    WarningKind.TRACE_FAILURES: ("TopicA", {
+        "window_minutes": 5, "since": "2026-03-02T09:55:00+00:00", "trace_written": 900, "trace_dropped": 12,
+        "trace_failed": 3, "losing_clients": [{"producer_group": "PID_ORDERS", "client_id": "10.0.0.7@1",
+        "trace_written": 900, "trace_dropped": 12, "trace_failed": 3}],
+        "last_loss_minute": "2026-03-02T09:59:00+00:00", "threshold": 1,
+    }),
     WarningKind.TRAFFIC_SURGE: ("TopicA", {
         "minute": "2026-03-02T10:00:00+00:00", "recent_per_minute": 5_000.0, "recent_minutes": 3,
         "baseline_per_minute": 500.0, "baseline_minutes": 60, "ratio": 10.0,

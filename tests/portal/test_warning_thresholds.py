@@ -129,7 +129,7 @@ def test_an_override_must_match_the_kinds_subject(own_cluster, team, member):
         set_override(LAG, topic, {"messages": 5}, by=member)
 
     assert "scope" in caught.value.message_dict
-    assert kinds_for(topic) == [WarningKind.TRAFFIC_SURGE, WarningKind.TRAFFIC_DROP]
+    assert kinds_for(topic) == [WarningKind.TRAFFIC_SURGE, WarningKind.TRAFFIC_DROP, WarningKind.TRACE_FAILURES]
 
 
 def test_only_portal_admins_set_defaults_and_only_the_owning_team_overrides(group, member, outsider, portal_admin):

@@ -107,6 +107,22 @@ PRODUCE_ERRORS = {
     "threshold": 1,
 }
 
+TRACE_FAILURES = {
+    "window_minutes": 5,
+    "since": "2026-03-02T09:55:00+00:00",
+    "trace_written": 1_800,
+    "trace_dropped": 12,
+    "trace_failed": 3,
+    "losing_clients": [
+        {"producer_group": "PID_PAYMENT_ORDER", "client_id": "10.0.0.31@4242", "trace_written": 900,
+         "trace_dropped": 12, "trace_failed": 0},
+        {"consumer_group": GROUP, "client_id": "10.0.0.21@12345", "trace_written": 900, "trace_dropped": 0,
+         "trace_failed": 3},
+    ],
+    "last_loss_minute": "2026-03-02T09:59:00+00:00",
+    "threshold": 1,
+}  # fmt: skip
+
 TRAFFIC_DROP = {
     "minute": "2026-03-02T10:00:00+00:00",
     "recent_per_minute": 3.0,
@@ -188,6 +204,12 @@ SNAPSHOTS: dict[str, tuple[str, str, str, dict]] = {
         "PID_PAYMENT_ORDER",
         "42 sends of PID_PAYMENT_ORDER failed in the last 5 min.",
         PRODUCE_ERRORS,
+    ),
+    WarningKind.TRACE_FAILURES: (
+        SubjectType.TOPIC,
+        TOPIC,
+        f"15 trace records of {TOPIC} were lost in the last 5 min.",
+        TRACE_FAILURES,
     ),
     WarningKind.TRAFFIC_DROP: (
         SubjectType.TOPIC,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from monitor.messages import tracks as wire_tracks
@@ -29,6 +30,7 @@ from portal.services.messages.bodies import MessageNotFound
 from portal.services.messages.searches import check_topic_visible
 from portal.services.messages.wire import cluster_admin, message_on_topic
 from portal.services.subscriptions import normalized
+from stats.queries.tracing import topic_is_traced
 
 # Trace messages are sent after the message is stored, but the trace topic may live on another broker whose clock
 # differs: the search starts this long before the message's store time.
@@ -53,6 +55,7 @@ class MessageTrace:
     missing: list[MissingLeg]
     slow_ms: int
     topic_trace_enabled: bool | None  # the registered topic's trace switch; None for an unregistered topic
+    topic_traced: bool  # an SDK client reported writing trace records for the topic lately (stats.queries.tracing)
 
 
 def _expected_groups(cluster: Cluster, msg: MessageExt, tracks: list[wire_tracks.MessageTrack]) -> list[str]:
@@ -93,6 +96,7 @@ def _read(admin: MQAdmin, cluster: Cluster, msg: MessageExt, tracks: list[wire_t
         missing=missing,
         slow_ms=settings.TRACE_SLOW_LEG_MS,
         topic_trace_enabled=topic.trace_enabled if topic else None,
+        topic_traced=topic_is_traced(cluster.pk, msg.topic, timezone.now()),
     )
 
 
@@ -136,6 +140,7 @@ def as_json(trace: MessageTrace) -> dict:
         "trace_topic": trace.trace_topic,
         "trace_topic_exists": trace.trace_topic_exists,
         "topic_trace_enabled": trace.topic_trace_enabled,
+        "topic_traced": trace.topic_traced,
         "found": timeline.found,
         "slow_threshold_ms": slow_ms,
         "pubs": [_leg(leg, slow_ms) for leg in timeline.pubs],

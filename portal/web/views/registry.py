@@ -24,6 +24,8 @@ from portal.web.forms import DescriptionForm, submitted
 from portal.web.paging import filtered_page
 from portal.web.views import consumers, producers
 from portal.web.warning_panels import warning_panel
+from stats.queries.tracing import RECENT as TRACING_RECENT
+from stats.queries.tracing import tracing_clients
 from stats.queries.traffic import group_now, offset_moves
 
 
@@ -67,6 +69,10 @@ def topic_detail(request, pk):
             topic, window
         )
         context.update(window=window, charts=charts, consumers=consumers, minute=minute, **warnings.context)
+        context.update(
+            tracing_clients=tracing_clients(topic.cluster_id, topic.name, timezone.now()),
+            tracing_minutes=int(TRACING_RECENT.total_seconds() // 60),
+        )
     return render(request, "portal/topic_detail.html", context)
 
 

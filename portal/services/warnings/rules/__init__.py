@@ -5,9 +5,9 @@ beside the vocabulary they speak (kinds, thresholds, lifecycle): ``monitor`` col
 One module per family of rules, each a function of the evaluation :class:`~.base.Context` that returns its kinds
 with their conditions (a kind it could not judge is left out, so it is not "evaluated"): :mod:`.consumers` (lag,
 blocked clients, offset errors, subscriptions, retries, dead letters; a package, one module per job),
-:mod:`.producers` (send exceptions from the SDK), :mod:`.traffic` (surge and drop), :mod:`.health` (name servers,
-brokers, slave lag) and :mod:`.servers`. Every family reads the whole cluster in a few set-based queries, never one
-per topic or group.
+:mod:`.producers` (send exceptions from the SDK), :mod:`.tracing` (trace records the SDK dropped or could not
+write), :mod:`.traffic` (surge and drop), :mod:`.health` (name servers, brokers, slave lag) and :mod:`.servers`.
+Every family reads the whole cluster in a few set-based queries, never one per topic or group.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import json
 from django.utils import timezone
 
 from portal.models import Cluster
-from portal.services.warnings.rules import consumers, health, producers, servers, traffic
+from portal.services.warnings.rules import consumers, health, producers, servers, tracing, traffic
 from portal.services.warnings.rules.base import Context
 from portal.services.warnings.rules.conditions import Condition, Evaluation, RuleFailure
 
-FAMILIES = (consumers, producers, traffic, health, servers)
+FAMILIES = (consumers, producers, tracing, traffic, health, servers)
 
 __all__ = ["Condition", "Evaluation", "RuleFailure", "evaluate"]
 

@@ -5,8 +5,9 @@ The rules (``rules/``) store figures, never sentences, so one warning reads in E
 in Chinese on another's and in each recipient's language in their notifications. Every sentence is a translated
 template with named placeholders; numbers, durations, rates and lists are worded per language by :mod:`.words`.
 One module per family of warnings words its kinds, as ``rules/`` judges them: :mod:`.consumers`, :mod:`.producers`,
-:mod:`.traffic`, :mod:`.health` (name servers, brokers, slave lag) and :mod:`.servers`; this module picks the wording
-of a warning's kind and renders it in the reader's language and time zone (or in English and UTC, to be stored).
+:mod:`.tracing`, :mod:`.traffic`, :mod:`.health` (name servers, brokers, slave lag) and :mod:`.servers`; this module
+picks the wording of a warning's kind and renders it in the reader's language and time zone (or in English and UTC,
+to be stored).
 
 A warning whose figures cannot be read as its kind's (rows stored before the rules kept every figure, or a condition
 made by hand) shows the text stored with it: :func:`render` falls back to ``stored``. The English rendering is what is
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from django.utils import timezone, translation
 
 from portal.models.warnings import WarningKind
-from portal.services.warnings.summaries import consumers, health, producers, servers, traffic
+from portal.services.warnings.summaries import consumers, health, producers, servers, tracing, traffic
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ RENDERERS: dict[str, Callable[[str, dict], str]] = {
     WarningKind.DEAD_LETTERS: consumers.dead_letters,
     WarningKind.CLIENT_CONSUME_FAILURES: consumers.client_consume_failures,
     WarningKind.PRODUCE_ERRORS: producers.produce_errors,
+    WarningKind.TRACE_FAILURES: tracing.trace_failures,
     WarningKind.TRAFFIC_SURGE: traffic.traffic_surge,
     WarningKind.TRAFFIC_DROP: traffic.traffic_drop,
     WarningKind.NAMESERVER_DOWN: health.nameserver_down,

@@ -41,7 +41,8 @@ from portal.models import (
     Warning,
 )
 from portal.models.warnings import SubjectType
-from portal.services import producer_tokens
+from portal.services import consumer_tokens, producer_tokens
+from portal.services.metrics import tokens as metrics_tokens
 from portal.services.warnings import channels, subscriptions
 from portal.services.warnings.lifecycle import reconcile
 from portal.services.warnings.rules.conditions import Condition, Evaluation
@@ -65,7 +66,7 @@ from tests.support.factories import make_user
 
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
-NOT_PAGES = {"healthz", "message-search-status"}  # answers for machines, not pages
+NOT_PAGES = {"healthz", "message-search-status", "application-progress", "metrics"}  # answers for machines
 
 
 @pytest.fixture
@@ -139,7 +140,17 @@ def world(transactional_db):
         producer_token=producer_tokens.issue(producer, by=member).token,
         unowned=Topic.objects.create(cluster=cluster, name="LEGACY_ORDER_EVENTS_IMPORTED", origin=Origin.IMPORTED),
         broker=brokers[0],
+        consumer_token=consumer_tokens.issue(group, by=member).token,
+        metrics_token=metrics_tokens.issue(by=portal_admin, label="layout").token,
         application=application,
+        operation=Application.objects.create(
+            kind=ApplicationKind.MESSAGE_RESEND,
+            applicant=member,
+            team=team,
+            cluster=cluster,
+            topic=topic,
+            payload={"msg_ids": ["0A00000500002A9F00000016FF000000"], "to": "origin", "group": ""},
+        ),
         association=association,
         warning=Warning.objects.get(kind="consumer_lag"),
         warnings=list(Warning.objects.order_by("pk")),

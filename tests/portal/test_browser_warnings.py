@@ -124,6 +124,7 @@ def test_the_groups_lag_chart_marks_the_warning_period_with_its_reason_on_hover(
     )
     assert len(drawn) == 1 and drawn[0] > 0
 
+    lag_chart.scroll_into_view_if_needed()  # the mouse only reaches what is on the screen
     marker = lag_chart.locator(".scatterlayer .trace:last-child path.point").bounding_box()
     page.mouse.move(marker["x"] + marker["width"] / 2, marker["y"] + marker["height"] / 2)  # under plotly's drag layer
 

@@ -302,6 +302,25 @@ def test_send_back_answers_like_the_capture_and_stores_a_delayed_retry(broker, a
     assert (retry.body, retry.reconsume_times, retry.properties["DELAY"]) == (b"m0", 1, "3")
 
 
+def test_a_delayed_retry_still_waiting_shows_its_level_in_the_runtime_info_as_on_a_real_broker():
+    """Java's timer task records a level's offset (updateOffset) as soon as it finds a message waiting there, so the
+    runtime info lists scheduleMessageOffset_<level> before anything of the level is delivered."""
+    with SandboxCluster(delay_time_scale=1.0) as sandbox, MQAdmin(sandbox.namesrv_addr, timeout=5.0) as admin:
+        broker = sandbox.broker()
+        with_topic_test(admin, broker)
+        put(broker, "TopicTest", 1)
+        request = captured_request("CONSUMER_SEND_MSG_BACK")
+        request.ext_fields["offset"] = "0"
+        client = Client(broker.addr)
+        try:
+            assert client.call(request).code == ResponseCode.SUCCESS
+        finally:
+            client.close()
+        wait_for(lambda: "scheduleMessageOffset_3" in admin.fetch_broker_runtime_stats(broker.addr).table, 10.0)
+        assert admin.fetch_broker_runtime_stats(broker.addr).table["scheduleMessageOffset_3"] == "0,1"
+        assert stored(broker, "%RETRY%cg_test") == []  # level 3 waits 10 s: nothing delivered yet
+
+
 def test_query_by_key_and_view_by_id_find_what_the_cpp_client_sent(cluster, broker, admin, tmp_path):
     sent = run_client(
         {"namesrv": cluster.namesrv_addr, "produce": {"group": "pg", "messages": messages("TopicTest", 2)}}, tmp_path

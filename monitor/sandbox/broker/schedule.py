@@ -101,7 +101,8 @@ class ScheduleMessageService:
                 due = message.store_timestamp + self.delays_ms[level]
                 if due > now + self.delays_ms[level]:  # correctDeliverTimestamp: stored "in the future"
                     due = now
-                if due > now:
+                if due > now:  # waiting: Java's timer task still records where the level stands (updateOffset)
+                    self.offset_table[level] = offset
                     return due
                 if not self._deliver(level, message):
                     return now_ms() + 100  # DELAY_FOR_A_WHILE, then try again

@@ -42,12 +42,19 @@ sysdeps:
 rocketmq: venv sysdeps
 	$(PY) -m monitor.launcher.releases
 
+# The PostgreSQL run is about the database (types, locking, constraints, the rules' set-based queries): the tests
+# whose point is a browser or another server (the demo, Prometheus, Alertmanager, the SDK's live clients) run once,
+# on SQLite, where they check the same pages and answers.
+PG_SKIP := --ignore=tests/portal/test_demo.py --ignore-glob='tests/portal/test_browser_*' \
+	--ignore=tests/portal/test_prometheus_live.py --ignore=tests/portal/test_alertmanager_channel.py \
+	--ignore-glob='tests/portal/test_*_live.py'
+
 test: venv sysdeps rocketmq
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest
-	$(PY) -m tests.pg -- tests/portal tests/sparkjobs --ignore=tests/portal/test_demo.py
+	$(PY) -m tests.pg -- tests/portal tests/sparkjobs $(PG_SKIP)
 
 # The HTTP fuzz suite (tests/fuzz) with its big budget, on SQLite then on PostgreSQL: HYPOTHESIS_PROFILE=fuzz gives
 # each target (endpoint x actor) FUZZ_EXAMPLES random examples (default 200; `make test` runs the same tests with 20,

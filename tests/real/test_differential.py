@@ -151,6 +151,7 @@ NAME_SERVER = {
 RUNTIME = (
     *rules("traffic", *(f"body/table/{key}" for key in d.TRAFFIC_COUNTERS)),
     *rules("time", "body/table/bootTimestamp"),
+    *rules("shared", "body/table/scheduleMessageOffset_*"),
     *rules(
         "runtime",
         "body/table/runtime",
